@@ -1,0 +1,49 @@
+# Two commands: `make book` (run the smoke profile, build the book) and `make test`.
+# Each sets up .venv on first use. GPU users pick their torch build, e.g.
+#   make book TORCH_SPEC="torch==2.13.0" TORCH_PIP_ARGS="--index-url <your CUDA wheel index>"
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+TORCH_SPEC ?= torch==2.13.0
+TORCH_PIP_ARGS ?=
+EXTRAS ?= vectors,dev
+PROFILE ?= smoke
+KERNEL ?= mlmlib
+
+.PHONY: book run html test lab kernel clean-runs help
+
+help:
+	@echo "make book     set up .venv, run the $(PROFILE) profile, build the book"
+	@echo "make test     run the test suite"
+	@echo "make lab      open the notebooks in JupyterLab with the project kernel"
+	@echo "make book PROFILE=paper   paper-scale runs (GPUs, network)"
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH_SPEC)" $(TORCH_PIP_ARGS)
+	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
+	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (mlmlib)"
+	touch $@
+
+kernel: $(VENV)/.installed
+
+# The book is built even when a run failed (the failed runs stay out of it); then make fails.
+book: $(VENV)/.installed
+	$(PY) -m mlmlib run --profile $(PROFILE); status=$$?; \
+	$(PY) -m mlmlib book --profile $(PROFILE) && exit $$status
+
+run: $(VENV)/.installed
+	$(PY) -m mlmlib run --profile $(PROFILE)
+
+html: $(VENV)/.installed
+	$(PY) -m mlmlib book --profile $(PROFILE)
+
+test: $(VENV)/.installed
+	$(PY) -m pytest -q
+
+lab: $(VENV)/.installed
+	$(VENV)/bin/jupyter lab notebooks/
+
+clean-runs:
+	rm -rf book/runs/$(PROFILE) book/_build .work/$(PROFILE)

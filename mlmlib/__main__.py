@@ -1,0 +1,7 @@
+"""Entry point for `python -m mlmlib`."""
+
+import sys
+
+from mlmlib.cli import main
+
+sys.exit(main())

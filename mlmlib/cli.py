@@ -1,0 +1,103 @@
+"""Command line: `python -m mlmlib run|book|status|bench`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from mlmlib.plans import PlanError, available_profiles, load_plan
+
+HELP = """\
+Run the book's experiments and build the book.
+
+  python -m mlmlib run --profile smoke          execute every run of the smoke plan
+  python -m mlmlib run --profile smoke --only A1_synthetic_data --force
+  python -m mlmlib book --profile smoke         build the HTML book from the executed runs
+  python -m mlmlib status                       list finished and failed runs per profile
+  python -m mlmlib bench                        time mlmlib's training loop against HF Trainer
+
+A profile is a plan file in notebooks/plans/ (smoke: CPU in minutes; paper: GPUs, hub data).
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line and dispatch; return the exit code."""
+    parser = argparse.ArgumentParser(prog="python -m mlmlib", description=HELP,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="execute a profile's notebooks with papermill")
+    run.add_argument("--profile", default="smoke", help="plan name in notebooks/plans/ (default: smoke)")
+    run.add_argument("--only", action="append", metavar="NOTEBOOK",
+                     help="run only this notebook (repeatable)")
+    run.add_argument("--force", action="store_true", help="rerun runs that already have a record")
+    run.add_argument("--dry-run", action="store_true", help="list the runs without executing them")
+    book = sub.add_parser("book", help="build the Jupyter Book from the executed runs")
+    book.add_argument("--profile", default="smoke", help="whose executed notebooks appear as pages")
+    book.add_argument("--no-strict", action="store_true", help="do not fail on Sphinx warnings")
+    book.add_argument("--output", default=None, help="folder for _build/ (default: book/)")
+    status = sub.add_parser("status", help="which runs exist and which failed")
+    status.add_argument("--profile", default=None, help="one profile (default: all present)")
+    bench = sub.add_parser("bench", help="training-throughput benchmark (see book page on compute)")
+    bench.add_argument("args", nargs=argparse.REMAINDER, help="passed to mlmlib.bench")
+    args = parser.parse_args(argv)
+
+    if args.command == "run":
+        return _run(args)
+    if args.command == "book":
+        from mlmlib.book import build_book
+
+        html = build_book(args.profile, strict=not args.no_strict, output=args.output)
+        print(f"\nThe book is at {html / 'index.html'}")
+        return 0
+    if args.command == "status":
+        return _status(args.profile)
+    from mlmlib import bench as bench_module
+
+    return bench_module.main(args.args) or 0
+
+
+def _run(args) -> int:
+    """Validate the plan, then execute it and summarise failures."""
+    from mlmlib.runner import run_plan
+
+    try:
+        plan = load_plan(args.profile, args.only)
+    except PlanError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"profile {plan.profile} ({plan.path.name}): {len(plan.runs)} runs")
+    if args.dry_run:
+        for run in plan.runs:
+            print(f"  {run.notebook}/{run.slug}: {json.dumps(run.params)}")
+        return 0
+    report = run_plan(plan, force=args.force)
+    print(f"\n{len(report.done)} ran, {len(report.skipped)} skipped, {len(report.failed)} failed")
+    for name, error in report.failed.items():
+        print(f"  FAILED {name}: {error}")
+    if report.failed:
+        print("Executed notebooks and errors of failed runs are in book/runs/<profile>/_failed/")
+    return 0 if report.ok else 1
+
+
+def _status(profile: str | None) -> int:
+    """Print finished runs (per notebook) and failed ones, for each profile present."""
+    from mlmlib.paths import project_root
+    from mlmlib.results import load_records
+
+    table = load_records(profile)
+    runs_root = project_root() / "book" / "runs"
+    profiles = [profile] if profile else sorted(p.name for p in runs_root.glob("*") if p.is_dir())
+    if not profiles:
+        print(f"no runs yet; profiles with a plan: {available_profiles()}")
+    for name in profiles:
+        sub = table[table["profile"] == name] if not table.empty else table
+        print(f"profile {name}: {len(sub)} finished runs")
+        if not sub.empty:
+            for nb, group in sub.groupby("notebook"):
+                print(f"  {nb}: {len(group)} runs, {group['wall_time_s'].sum():.0f}s in all, "
+                      f"last {group['finished_at'].max()}")
+        for err in sorted((runs_root / name / "_failed").glob("*.error.txt")):
+            lines = err.read_text().strip().splitlines() or ["?"]
+            print(f"  FAILED {err.name[:-len('.error.txt')]}: {lines[0][:160]}")
+    return 0

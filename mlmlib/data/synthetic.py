@@ -1,0 +1,190 @@
+"""Paper A's synthetic languages: synonym sets with two alphabets, two Markov chains, pattern labels.
+
+Read from the authors' released generator (see the paper notes); every size is a parameter.
+Token ids: alphabet A is 0..n_sets-1, alphabet B is n_sets..2*n_sets-1 (token a + n_sets is
+the synonym of a), and [MASK] is 2*n_sets. A label depends only on synonym-set ids, so
+swapping alphabets never changes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+TEST_SETS = ("A-D1", "B-D1", "A-D2", "B-D2")
+CORPORA = ("mix", "shift")
+
+
+@dataclass
+class LanguageConfig:
+    """Sizes of one synthetic language; defaults are the authors' constants."""
+
+    n_sets: int = 1000          # synonym sets; each has one token in alphabet A and one in B
+    n_states: int = 5000        # hidden states per Markov chain
+    p_next: float = 0.9         # probability of stepping to state i+1 (else to a fixed neighbour)
+    n_patterns: int = 5         # label patterns
+    pattern_length: int = 3     # ordered sets per pattern
+    pattern_set_size: int = 12  # synonym sets per pattern slot
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.n_sets < 2:
+            raise ValueError(f"n_sets must be >= 2, got {self.n_sets}")
+        if self.n_states < self.n_sets:
+            raise ValueError(f"n_states ({self.n_states}) must be >= n_sets ({self.n_sets})")
+        if not 0.0 <= self.p_next <= 1.0:
+            raise ValueError(f"p_next must be in [0, 1], got {self.p_next}")
+        if self.pattern_length * self.pattern_set_size > self.n_sets:
+            raise ValueError(
+                "pattern_length * pattern_set_size must be <= n_sets "
+                f"({self.pattern_length} * {self.pattern_set_size} > {self.n_sets})"
+            )
+
+    @property
+    def mask_id(self) -> int:
+        """Id of the [MASK] token."""
+        return 2 * self.n_sets
+
+    @property
+    def vocab_size(self) -> int:
+        """Both alphabets plus [MASK]."""
+        return 2 * self.n_sets + 1
+
+
+@dataclass
+class MarkovChain:
+    """A random chain: state i emits set perm[i mod n_sets]; steps to i+1 or to i+r_i."""
+
+    emit: np.ndarray  # (n_states,) synonym-set id emitted by each state
+    jump: np.ndarray  # (n_states,) the fixed random neighbour of each state
+
+    def sample(self, n: int, length: int, p_next: float, rng: np.random.Generator) -> np.ndarray:
+        """Sample n sequences of synonym-set ids, shape (n, length)."""
+        n_states = len(self.emit)
+        states = rng.integers(0, n_states, size=n)
+        out = np.empty((n, length), dtype=np.int64)
+        for t in range(length):
+            out[:, t] = self.emit[states]
+            step = rng.random(n) < p_next
+            states = np.where(step, (states + 1) % n_states, self.jump[states])
+        return out
+
+
+@dataclass
+class Language:
+    """The two chains (D1, D2) and the label patterns of one synthetic language."""
+
+    config: LanguageConfig
+    chains: dict[str, MarkovChain] = field(default_factory=dict)
+    patterns: np.ndarray | None = None  # (n_patterns, pattern_length, pattern_set_size)
+
+
+def make_language(config: LanguageConfig) -> Language:
+    """Draw the chains D1, D2 and the label patterns from the config's seed."""
+    rng = np.random.default_rng(config.seed)
+    chains = {}
+    for name in ("D1", "D2"):  # each chain has its own permutation and jumps
+        perm = rng.permutation(config.n_sets)
+        emit = perm[np.arange(config.n_states) % config.n_sets]
+        offsets = rng.integers(1, config.n_states, size=config.n_states)
+        jump = (np.arange(config.n_states) + offsets) % config.n_states
+        chains[name] = MarkovChain(emit=emit, jump=jump)
+    patterns = np.stack([
+        rng.choice(config.n_sets, size=config.pattern_length * config.pattern_set_size, replace=False)
+        .reshape(config.pattern_length, config.pattern_set_size)
+        for _ in range(config.n_patterns)
+    ])
+    return Language(config=config, chains=chains, patterns=patterns)
+
+
+def label(set_ids: np.ndarray, patterns: np.ndarray) -> np.ndarray:
+    """Label 1 where some pattern's slots occur in order (gaps allowed), else 0; on set ids."""
+    n, length = set_ids.shape
+    positions = np.arange(length)
+    positive = np.zeros(n, dtype=bool)
+    for pattern in patterns:
+        after = np.full(n, -1)  # position of the last matched slot (greedy earliest match)
+        found = np.ones(n, dtype=bool)
+        for slot in pattern:
+            hit = np.isin(set_ids, slot) & (positions[None, :] > after[:, None])
+            found &= hit.any(axis=1)
+            after = np.where(hit.any(axis=1), hit.argmax(axis=1), length)
+        positive |= found
+    return positive.astype(np.int64)
+
+
+def to_alphabet(set_ids: np.ndarray, alphabet: str, n_sets: int) -> np.ndarray:
+    """Write set ids as surface tokens of alphabet 'A' (ids as is) or 'B' (ids + n_sets)."""
+    if alphabet not in ("A", "B"):
+        raise ValueError(f"alphabet must be 'A' or 'B', got {alphabet!r}")
+    return set_ids if alphabet == "A" else set_ids + n_sets
+
+
+def swap_alphabet(tokens: np.ndarray, n_sets: int) -> np.ndarray:
+    """Replace every token by its synonym in the other alphabet."""
+    return np.where(tokens < n_sets, tokens + n_sets, tokens - n_sets)
+
+
+def pretraining_corpus(
+    lang: Language, kind: str, n: int, length: int, seed: int
+) -> np.ndarray:
+    """Pretraining sequences (n, length): half from D1, half from D2.
+
+    `mix` (WITH the distributional property): each token switched to its B synonym with
+    probability 0.5, drawn once. `shift` (WITHOUT): D1 written in alphabet A, D2 in B, so a
+    and its synonym a + n_sets never share contexts.
+    """
+    if kind not in CORPORA:
+        raise ValueError(f"corpus kind must be one of {CORPORA}, got {kind!r}")
+    rng = np.random.default_rng(seed)
+    cfg = lang.config
+    halves = []
+    for name, alphabet in (("D1", "A"), ("D2", "B")):
+        ids = lang.chains[name].sample(n // 2 + (n % 2 if name == "D1" else 0), length, cfg.p_next, rng)
+        if kind == "mix":
+            halves.append(np.where(rng.random(ids.shape) < 0.5, ids + cfg.n_sets, ids))
+        else:
+            halves.append(to_alphabet(ids, alphabet, cfg.n_sets))
+    corpus = np.concatenate(halves)
+    return corpus[rng.permutation(len(corpus))]
+
+
+def labelled_set(
+    lang: Language, test_set: str, n: int, length: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Labelled sequences for a set named '<alphabet>-<chain>' (e.g. 'B-D1'): tokens, labels."""
+    if test_set not in TEST_SETS:
+        raise ValueError(f"test set must be one of {TEST_SETS}, got {test_set!r}")
+    alphabet, chain = test_set.split("-")
+    rng = np.random.default_rng(seed)
+    ids = lang.chains[chain].sample(n, length, lang.config.p_next, rng)
+    return to_alphabet(ids, alphabet, lang.config.n_sets), label(ids, lang.patterns)
+
+
+def context_vectors(tokens: np.ndarray, vocab_size: int, window: int = 1) -> np.ndarray:
+    """Count, for each token, the tokens within `window` positions of it: (vocab, vocab)."""
+    counts = np.zeros((vocab_size, vocab_size), dtype=np.float64)
+    for offset in range(1, window + 1):
+        left, right = tokens[:, :-offset].ravel(), tokens[:, offset:].ravel()
+        np.add.at(counts, (left, right), 1.0)
+        np.add.at(counts, (right, left), 1.0)
+    return counts
+
+
+def synonym_context_similarity(
+    tokens: np.ndarray, n_sets: int, window: int = 1, seed: int = 0
+) -> dict[str, np.ndarray]:
+    """Cosine of context-count vectors for synonym pairs (a, a+n_sets) and random non-synonym pairs."""
+    counts = context_vectors(tokens, 2 * n_sets, window)
+    norms = np.linalg.norm(counts, axis=1)
+    norms[norms == 0] = 1.0
+    unit = counts / norms[:, None]
+    a = np.arange(n_sets)
+    rng = np.random.default_rng(seed)
+    other = (a + rng.integers(1, n_sets, size=n_sets)) % n_sets  # a different set, either alphabet
+    other = other + n_sets * rng.integers(0, 2, size=n_sets)
+    return {
+        "synonyms": (unit[a] * unit[a + n_sets]).sum(axis=1),
+        "random pairs": (unit[a] * unit[other]).sum(axis=1),
+    }

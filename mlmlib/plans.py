@@ -1,0 +1,193 @@
+"""Sweep plans: for each notebook of a profile, a parameter grid that expands to runs."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mlmlib.paths import project_root
+
+ENTRY_KEYS = {"notebook", "chapter", "title", "timeout", "grid", "params"}
+RESERVED = {"run_dir"}  # set by the runner, never by a plan
+DEFAULT_TIMEOUT = 1800
+
+
+class PlanError(ValueError):
+    """A plan file that cannot be run: names the file, the key and what is allowed."""
+
+
+@dataclass
+class Run:
+    """One grid point: a notebook and the full set of parameters it gets."""
+
+    notebook: str
+    params: dict[str, Any]
+    grid_keys: tuple[str, ...]
+    chapter: str
+    title: str
+    timeout: int
+
+    @property
+    def slug(self) -> str:
+        """A readable, file-safe name from the grid values (e.g. 'method-mix_seed-1')."""
+        if not self.grid_keys:
+            return "run"
+        parts = [f"{k}-{_short(self.params[k])}" for k in self.grid_keys]
+        return "_".join(parts)
+
+    @property
+    def label(self) -> str:
+        """Grid values as a short caption, for the table of contents."""
+        return ", ".join(f"{k}={_short(self.params[k])}" for k in self.grid_keys) or "run"
+
+    def key(self, code_version: str) -> str:
+        """Hash of notebook, parameters and code version: a record with it can be skipped."""
+        blob = json.dumps([self.notebook, self.params, code_version], sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass
+class Plan:
+    """A profile's plan: its runs in order, and where it came from."""
+
+    profile: str
+    path: Path
+    description: str
+    runs: list[Run] = field(default_factory=list)
+
+
+def plans_dir() -> Path:
+    """Return the folder holding the plan files."""
+    return project_root() / "notebooks" / "plans"
+
+
+def notebooks_dir() -> Path:
+    """Return the folder holding the notebook templates."""
+    return project_root() / "notebooks"
+
+
+def available_profiles() -> list[str]:
+    """List the profiles that have a plan file."""
+    return sorted(p.stem for p in plans_dir().glob("*.yaml"))
+
+
+def load_plan(profile: str, only: list[str] | None = None) -> Plan:
+    """Read, validate and expand a profile's plan; raise PlanError before anything runs."""
+    path = plans_dir() / f"{profile}.yaml"
+    if not path.exists():
+        raise PlanError(f"unknown profile {profile!r}: no {path}; available: {available_profiles()}")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise PlanError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("notebooks"), list):
+        raise PlanError(f"{path}: expected a mapping with a 'notebooks' list")
+    plan = Plan(profile=profile, path=path, description=str(data.get("description", "")))
+    names = [e.get("notebook") for e in data["notebooks"] if isinstance(e, dict)]
+    for name in only or []:
+        if name not in names:
+            raise PlanError(f"--only {name!r}: not in {path.name}; notebooks there: {names}")
+    for i, entry in enumerate(data["notebooks"]):
+        where = f"{path}: notebooks[{i}]"
+        if not isinstance(entry, dict):
+            raise PlanError(f"{where}: expected a mapping, got {type(entry).__name__}")
+        if only and entry.get("notebook") not in only:
+            continue
+        plan.runs.extend(_expand(entry, where))
+    return plan
+
+
+def _expand(entry: dict, where: str) -> list[Run]:
+    """Validate one plan entry against its notebook's parameters and expand its grid."""
+    unknown = set(entry) - ENTRY_KEYS
+    if unknown:
+        raise PlanError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(ENTRY_KEYS)}")
+    name = entry.get("notebook")
+    nb_path = notebooks_dir() / f"{name}.ipynb"
+    if not isinstance(name, str) or not nb_path.exists():
+        known = sorted(p.stem for p in notebooks_dir().glob("*.ipynb"))
+        raise PlanError(f"{where}: unknown notebook {name!r}; notebooks: {known}")
+    where = f"{where} ({name})"
+    grid = entry.get("grid") or {}
+    fixed = entry.get("params") or {}
+    for key, value in (("grid", grid), ("params", fixed)):
+        if not isinstance(value, dict):
+            raise PlanError(f"{where}: '{key}' must be a mapping of parameter names to values")
+    declared = notebook_parameters(str(nb_path))
+    for key, value in [*grid.items(), *fixed.items()]:
+        if key in RESERVED:
+            raise PlanError(f"{where}: '{key}' is set by the runner; remove it from the plan")
+        if key not in declared:
+            raise PlanError(f"{where}: unknown parameter {key!r}; the notebook has: {sorted(declared)}")
+    for key, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise PlanError(f"{where}: grid.{key} must be a non-empty list of values")
+        for v in values:
+            _check_type(where, f"grid.{key}", v, declared[key])
+    for key, value in fixed.items():
+        _check_type(where, f"params.{key}", value, declared[key])
+    timeout = entry.get("timeout", DEFAULT_TIMEOUT)
+    if not isinstance(timeout, int) or timeout <= 0:
+        raise PlanError(f"{where}: timeout must be a positive number of seconds, got {timeout!r}")
+    runs = []
+    for values in itertools.product(*grid.values()):
+        params = {**fixed, **dict(zip(grid, values))}
+        runs.append(Run(
+            notebook=name, params=params, grid_keys=tuple(grid), timeout=timeout,
+            chapter=str(entry.get("chapter", "")), title=str(entry.get("title", name)),
+        ))
+    return runs
+
+
+@cache
+def notebook_parameters(nb_path: str) -> dict[str, Any]:
+    """Return the parameters cell of a notebook as {name: default value}."""
+    import ast
+
+    import nbformat
+
+    nb = nbformat.read(nb_path, as_version=4)
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if len(cells) != 1:
+        raise PlanError(f"{nb_path}: expected exactly one cell tagged 'parameters', found {len(cells)}")
+    params = {}
+    for node in ast.parse(cells[0].source).body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)):
+            raise PlanError(f"{nb_path}: the parameters cell must hold plain 'name = literal' lines")
+        try:
+            params[node.targets[0].id] = ast.literal_eval(node.value)
+        except ValueError as exc:
+            raise PlanError(
+                f"{nb_path}: parameter {node.targets[0].id!r} is not a plain literal"
+            ) from exc
+    return params
+
+
+def _check_type(where: str, key: str, value: Any, default: Any) -> None:
+    """Reject a value whose type does not match the notebook's default (ints may stand for floats)."""
+    if default is None or value is None:
+        return
+    expected = type(default)
+    ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        ok = True
+    if not ok:
+        raise PlanError(
+            f"{where}: {key} = {value!r} is a {type(value).__name__}; "
+            f"the notebook's default is a {expected.__name__} ({default!r})"
+        )
+
+
+def _short(value: Any) -> str:
+    """A compact, file-safe rendering of a grid value."""
+    text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    text = "".join(ch if ch.isalnum() or ch in ".-" else "." for ch in str(text))
+    return text[:40]
