@@ -1,0 +1,74 @@
+"""A general pretrained BERT: a small one pretrained here on the embedded corpus, or a hub model.
+
+Papers A (real text) and C start from "a pretrained BERT". At paper scale that is
+bert-base-uncased; in the smoke profile it is a small BERT pretrained once on the embedded
+English corpus and cached (mlmlib.cache), so every run and notebook shares the same base.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+from mlmlib import cache
+from mlmlib.models import ModelSize, bert_mlm, load_model, save_model
+from mlmlib.pretrain import PretrainConfig, pretrain
+from mlmlib.tokenize import encode, load_tokenizer
+
+EMBEDDED = "embedded"
+
+
+@dataclass
+class BaseModelConfig:
+    """Which base model: 'embedded' (pretrained here, sizes below) or a hub name."""
+
+    name: str = EMBEDDED            # or e.g. "bert-base-uncased" (needs the network)
+    tokenizer: str = "embedded-wordpiece-8k"
+    corpus: str = "embedded-english"
+    max_sentences: int = 40000      # corpus sentences used for pretraining
+    max_length: int = 64
+    hidden: int = 128
+    layers: int = 2
+    heads: int = 2
+    steps: int = 600
+    batch_size: int = 64
+    lr: float = 1e-3
+    mask_rate: float = 0.15
+    seed: int = 0
+
+
+def encode_corpus(tokenizer, texts: list[str], max_length: int) -> dict:
+    """Tokenize texts into the tensors the training core takes (shorter-than-2-token rows dropped)."""
+    data = encode(tokenizer, texts, max_length=max_length)
+    keep = data["attention_mask"].sum(1) > 3  # [CLS] w w [SEP] at least
+    return {k: v[keep] for k, v in data.items()}
+
+
+def pretrained_base(config: BaseModelConfig, progress: bool | None = None):
+    """Return (model, tokenizer, history) for the base; the embedded one is built once and cached."""
+    tokenizer = load_tokenizer(config.tokenizer)
+    if config.name != EMBEDDED:
+        return bert_mlm(config.name), tokenizer, []
+
+    def build(folder):
+        from mlmlib.data import load_corpus
+
+        texts = load_corpus(config.corpus)["train"]["text"][: config.max_sentences]
+        data = encode_corpus(tokenizer, texts, config.max_length)
+        size = ModelSize(vocab_size=len(tokenizer), hidden=config.hidden, layers=config.layers,
+                         heads=config.heads, max_len=config.max_length)
+        model = bert_mlm(size, seed=config.seed)
+        history = pretrain(
+            model, data,
+            PretrainConfig(steps=config.steps, batch_size=config.batch_size, lr=config.lr,
+                           mask_rate=config.mask_rate, seed=config.seed,
+                           log_every=max(1, config.steps // 20)),
+            mask_id=tokenizer.mask_token_id, num_special=len(tokenizer.all_special_ids),
+            progress=progress,
+        )
+        save_model(model, folder / "model")
+        (folder / "history.json").write_text(json.dumps(history))
+
+    folder = cache.cached("base-model", asdict(config), build)
+    history = json.loads((folder / "history.json").read_text())
+    return load_model(folder / "model"), tokenizer, history
