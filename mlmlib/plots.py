@@ -11,11 +11,14 @@ sns.set_theme(context="notebook", style="whitegrid")
 
 
 def distributions(data: dict[str, np.ndarray], xlabel: str, title: str = "", ax=None):
-    """Overlaid histograms of several named samples (e.g. similarity of pairs)."""
-    frame = pd.DataFrame([(k, v) for k, vs in data.items() for v in np.asarray(vs)], columns=["group", xlabel])
-    ax = ax or plt.subplots(figsize=(6, 3.5))[1]
-    sns.histplot(frame, x=xlabel, hue="group", element="step", stat="density", common_norm=False, ax=ax)
-    ax.set_title(title)
+    """Several named samples side by side (box plus every value as a dot), one row per sample."""
+    frame = pd.DataFrame([(k, float(v)) for k, vs in data.items() for v in np.asarray(vs)],
+                         columns=["group", xlabel])
+    ax = ax or plt.subplots(figsize=(7, 0.6 * len(data) + 1.2))[1]
+    sns.boxplot(frame, x=xlabel, y="group", hue="group", legend=False, showfliers=False,
+                fill=False, ax=ax)
+    sns.stripplot(frame, x=xlabel, y="group", color="black", size=2, alpha=0.4, ax=ax)
+    ax.set(ylabel="", title=title)
     return ax
 
 
