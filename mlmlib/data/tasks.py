@@ -1,0 +1,123 @@
+"""Labelled classification tasks with one schema: `text` (+ `text_pair`), `label` (ClassLabel)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
+
+from mlmlib.data.corpora import (
+    WORDNET_TEST_BUCKET,
+    WORDNET_VALIDATION_BUCKET,
+    embedded_rows,
+    wordnet_bucket,
+)
+from mlmlib.data.hub import load_hub_dataset
+
+# WordNet's 45 lexicographer files, in file-number order (lexnames(5WN)); the build script
+# uses this list too, so the bundle and the label names cannot drift apart.
+WORDNET_LEXNAMES = [
+    "adj.all", "adj.pert", "adv.all", "noun.Tops", "noun.act", "noun.animal", "noun.artifact",
+    "noun.attribute", "noun.body", "noun.cognition", "noun.communication", "noun.event",
+    "noun.feeling", "noun.food", "noun.group", "noun.location", "noun.motive", "noun.object",
+    "noun.person", "noun.phenomenon", "noun.plant", "noun.possession", "noun.process",
+    "noun.quantity", "noun.relation", "noun.shape", "noun.state", "noun.substance", "noun.time",
+    "verb.body", "verb.change", "verb.cognition", "verb.communication", "verb.competition",
+    "verb.consumption", "verb.contact", "verb.creation", "verb.emotion", "verb.motion",
+    "verb.perception", "verb.possession", "verb.social", "verb.stative", "verb.weather", "adj.ppl",
+]
+AMAZON_LABELS = ["other", "great"]  # label 1 = a 5-star review
+EMBEDDED_TASKS = ("amazon-food", "wordnet-lexname")
+
+
+@dataclass(frozen=True)
+class HubTask:
+    """Where a hub task lives and which of its columns become `text`, `text_pair`, `label`."""
+
+    path: str
+    config: str | None
+    text: str
+    text_pair: str | None = None
+    label: str = "label"
+    splits: tuple[tuple[str, str], ...] = ()  # (source split, our split) renames
+    alternative: str = 'task "amazon-food"'
+
+
+_GLUE = {
+    "cola": ("sentence", None), "sst2": ("sentence", None), "mrpc": ("sentence1", "sentence2"),
+    "qqp": ("question1", "question2"), "mnli": ("premise", "hypothesis"),
+    "qnli": ("question", "sentence"), "rte": ("sentence1", "sentence2"), "wnli": ("sentence1", "sentence2"),
+}
+_MNLI_SPLITS = (("validation_matched", "validation"), ("validation_mismatched", "validation_mismatched"),
+                ("test_matched", "test"), ("test_mismatched", "test_mismatched"))
+HUB_TASKS: dict[str, HubTask] = {
+    **{name: HubTask("nyu-mll/glue", name, a, b, splits=_MNLI_SPLITS if name == "mnli" else ())
+       for name, (a, b) in _GLUE.items()},
+    "imdb": HubTask("stanfordnlp/imdb", None, "text"),
+    "tweets-hate-speech": HubTask(
+        "tweets-hate-speech-detection/tweets_hate_speech_detection", None, "tweet",
+        alternative='task "amazon-food" (no hate speech set is embedded)'),
+}
+
+
+@cache
+def _amazon_food() -> DatasetDict:
+    rows = embedded_rows("amazon-food.jsonl.xz")
+    features = Features({"text": Value("string"), "label": ClassLabel(names=AMAZON_LABELS)})
+    out = {}
+    for split in ("train", "validation", "test"):
+        chosen = [r for r in rows if r["split"] == split]
+        out[split] = Dataset.from_dict(
+            {"text": [r["text"] for r in chosen], "label": [AMAZON_LABELS.index(r["label"]) for r in chosen]},
+            features=features,
+        )
+    return DatasetDict(out)
+
+
+@cache
+def _wordnet_lexname() -> DatasetDict:
+    # Gloss (definition) -> lexicographer file. Split by definition hash: 80/10/10. The test split's
+    # glosses sit in the wordnet-glosses corpus's validation split, never in its train split.
+    features = Features({"text": Value("string"), "label": ClassLabel(names=WORDNET_LEXNAMES)})
+    cols: dict[str, dict[str, list]] = {s: {"text": [], "label": []} for s in ("train", "validation", "test")}
+    for r in embedded_rows("wordnet.jsonl.xz"):
+        b = wordnet_bucket(r["definition"])
+        split = "test" if b >= WORDNET_TEST_BUCKET else "validation" if b >= WORDNET_VALIDATION_BUCKET else "train"
+        cols[split]["text"].append(r["definition"])
+        cols[split]["label"].append(WORDNET_LEXNAMES.index(r["lexname"]))
+    return DatasetDict({s: Dataset.from_dict(c, features=features) for s, c in cols.items()})
+
+
+def load_task(name: str = "amazon-food", **kwargs) -> DatasetDict:
+    """Load a classification task as train/validation/test with `text`, optional `text_pair`, `label`."""
+    # Built once per process; callers get their own DatasetDict (Datasets are immutable).
+    if name == "amazon-food":
+        return DatasetDict(_amazon_food())
+    if name == "wordnet-lexname":
+        return DatasetDict(_wordnet_lexname())
+    if name in HUB_TASKS:
+        return _hub_task(name, HUB_TASKS[name], **kwargs)
+    known = [*EMBEDDED_TASKS, *HUB_TASKS]
+    raise ValueError(f"load_task: name={name!r} is unknown; known tasks: {', '.join(known)}")
+
+
+def _hub_task(name: str, spec: HubTask, **kwargs) -> DatasetDict:
+    """Download a hub task and normalise it to our schema; unlabelled splits (label -1) are dropped."""
+    data = load_hub_dataset(f"task {name!r}", spec.alternative, spec.path, spec.config, **kwargs)
+    renames = dict(spec.splits)
+    out = {}
+    for split, ds in data.items():
+        if split == "unsupervised" or min(ds[spec.label], default=-1) < 0:
+            continue  # IMDb's unlabelled split, GLUE's hidden test labels
+        keep = {spec.text: "text", **({spec.text_pair: "text_pair"} if spec.text_pair else {}), spec.label: "label"}
+        ds = ds.select_columns(list(keep)).rename_columns({k: v for k, v in keep.items() if k != v})
+        if not isinstance(ds.features["label"], ClassLabel):
+            names = [str(v) for v in sorted(set(ds["label"]))]
+            ds = ds.cast_column("label", ClassLabel(names=names))
+        out[renames.get(split, split)] = ds
+    if "validation" not in out and "train" in out:
+        # No validation split at the source (IMDb, the hate speech set): carve 10%, seeded.
+        parts = out["train"].train_test_split(test_size=0.1, seed=0, stratify_by_column="label")
+        out["train"], out["validation"] = parts["train"], parts["test"]
+    return DatasetDict(out)

@@ -1,0 +1,142 @@
+"""Tokenizers for real text: BERT-style uncased WordPiece trained on the embedded corpus, or a hub tokenizer."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Sequence
+
+import torch
+from transformers import PreTrainedTokenizerFast
+
+from mlmlib.paths import work_dir
+
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+_EMBEDDED = re.compile(r"^embedded-wordpiece-(\d+)k$")
+HUB_TOKENIZERS = ("bert-base-uncased", "google/electra-small-discriminator", "google/electra-base-discriminator")
+
+
+def _texts_digest(texts: Iterable[str], settings: dict) -> tuple[list[str], str]:
+    """Materialise the texts and hash them together with the training settings."""
+    texts = list(texts)
+    h = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    for t in texts:
+        h.update(t.encode("utf-8"))
+        h.update(b"\x00")
+    return texts, h.hexdigest()[:16]
+
+
+def train_wordpiece(
+    texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2, cache: bool = True
+) -> PreTrainedTokenizerFast:
+    """Train an uncased BERT WordPiece tokenizer ([PAD]=0 [UNK] [CLS] [SEP] [MASK]); cached by a hash of its inputs."""
+    if vocab_size < len(SPECIAL_TOKENS) + 26:
+        raise ValueError(f"vocab_size={vocab_size} is too small; use at least {len(SPECIAL_TOKENS) + 26}")
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
+
+    settings = {"kind": "wordpiece-uncased", "vocab_size": vocab_size, "min_frequency": min_frequency}
+    texts, digest = _texts_digest(texts, settings)
+    folder = work_dir() / "cache" / "tokenizers" / f"wordpiece-{vocab_size}-{digest}"
+    if cache and (folder / "tokenizer.json").exists():
+        return _wrap(Tokenizer.from_file(str(folder / "tokenizer.json")))
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=True, clean_text=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece(prefix="##")
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIAL_TOKENS, show_progress=False
+    )
+    tok.train_from_iterator(texts, trainer=trainer, length=len(texts))
+    # The trainer numbers its tokens in a hash-map order that changes between processes; number
+    # them in sorted order (special tokens first) so the same texts always give the same ids.
+    learned = sorted(set(tok.get_vocab()) - set(SPECIAL_TOKENS))
+    vocab = {t: i for i, t in enumerate([*SPECIAL_TOKENS, *learned])}
+    tok.model = models.WordPiece(vocab=vocab, unk_token="[UNK]", continuing_subword_prefix="##")
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
+    if cache:
+        # Write into a temporary folder, then rename: another process never sees half a tokenizer.
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent)
+        tok.save(f"{tmp}/tokenizer.json")
+        try:
+            shutil.move(tmp, folder)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)  # a concurrent run finished first
+    return _wrap(tok)
+
+
+def _wrap(tok) -> PreTrainedTokenizerFast:
+    """Wrap a `tokenizers.Tokenizer` as a transformers tokenizer with BERT's special tokens."""
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+        sep_token="[SEP]", mask_token="[MASK]", model_max_length=512,
+    )
+
+
+def load_tokenizer(name: str = "embedded-wordpiece-8k"):
+    """Load a tokenizer: "embedded-wordpiece-<N>k" (trained on the embedded English corpus) or a hub name."""
+    match = _EMBEDDED.match(name)
+    if match:
+        from mlmlib.data.corpora import load_corpus
+
+        return train_wordpiece(load_corpus("embedded-english")["train"]["text"], vocab_size=int(match.group(1)) * 1000)
+    if name in HUB_TOKENIZERS or "/" in name:
+        from transformers import AutoTokenizer
+
+        from mlmlib.data.hub import load_hub_pretrained
+
+        return load_hub_pretrained(
+            f"tokenizer {name!r}", 'tokenizer "embedded-wordpiece-8k"', AutoTokenizer.from_pretrained, name
+        )
+    raise ValueError(
+        f"load_tokenizer: name={name!r} is unknown; use embedded-wordpiece-<N>k (e.g. embedded-wordpiece-8k), "
+        f"{', '.join(HUB_TOKENIZERS)} or another hub name owner/model"
+    )
+
+
+def encode(
+    tokenizer, texts: Sequence[str], max_length: int = 128, text_pair: Sequence[str] | None = None
+) -> dict[str, torch.Tensor]:
+    """Tokenize a batch (padded to the longest) into input_ids, attention_mask, special_tokens_mask, word_ids
+    (and token_type_ids when the tokenizer makes them).
+
+    word_ids[b, t] is the index of the whole word token t belongs to, counted across both texts of a
+    pair, and -1 for special and padding tokens: whole-word masking groups tokens by it.
+    """
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of strings, not one string")
+    enc = tokenizer(
+        list(texts), list(text_pair) if text_pair is not None else None, max_length=max_length,
+        truncation=True, padding="longest", return_special_tokens_mask=True, return_tensors="pt",
+    )
+    word_ids = torch.full_like(enc["input_ids"], -1)
+    for b in range(enc["input_ids"].shape[0]):
+        offset, first_len = 0, 0
+        for t, (w, s) in enumerate(zip(enc.word_ids(b), enc.sequence_ids(b))):
+            if w is None:
+                continue
+            if s == 0:
+                first_len = max(first_len, w + 1)
+            else:
+                offset = first_len  # the second text's words follow the first text's
+            word_ids[b, t] = w + offset
+    out = {k: enc[k] for k in ("input_ids", "attention_mask", "special_tokens_mask")}
+    if "token_type_ids" in enc:  # which text of a pair each token belongs to, for BERT's segment embeddings
+        out["token_type_ids"] = enc["token_type_ids"]
+    out["word_ids"] = word_ids
+    return out
