@@ -1,0 +1,544 @@
+"""False negatives in MLM / ELECTRA pretraining (paper B): detection, hard correction, soft regularization.
+
+A *false negative* is a masked position whose generator sample (ELECTRA) or prediction (MLM)
+differs from the original token but is a synonym of it: training still calls it wrong.
+
+Pieces:
+- `PairLookup`: a sorted int64 set of (id_a, id_b) token pairs, looked up with
+  `torch.searchsorted` (O(N log P), no Python loop at step time). Built from a synonym table
+  (`synonym_lookup`, e.g. WordNet) or from nearest neighbours in word-vector space
+  (`neighbour_lookup`, "word2vec/GloVe neighbours").
+- `false_negatives`, `false_negative_stats`: the indicator and its rates.
+- Hard correction (HC): "shield" (weight 0 at false negatives) and "relabel" (count them as
+  correct). Soft regularization (SR): "sr-word", "sr-sentence", "sr-smooth".
+- `make_hook(...)`: a per-step hook for the training loop returning a `NegativesOutput`.
+
+The paper body was not readable offline; every formula marked "reconstructed" is our design
+and switchable by a parameter (see the paper notes).
+
+Convention: per-masked-position tensors (N,) are in the order of boolean indexing `x[masked]`
+(row-major over (B, L)); `to_positions` scatters them back to (B, L).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+METHODS = ("none", "shield", "relabel", "sr-word", "sr-sentence", "sr-smooth")
+HC_METHODS = ("shield", "relabel")
+SR_METHODS = ("sr-word", "sr-sentence", "sr-smooth")
+APPLY_TO = ("both", "disc", "mlm")
+
+# "[CLS]", "[unused3]", "<s>", "<pad>": special tokens of BERT / RoBERTa-style vocabularies.
+_SPECIAL_RE = re.compile(r"^(\[[^\[\]\s]+\]|<[^<>\s]+>)$")
+
+
+# --------------------------------------------------------------------------- lookup tables
+
+
+@dataclass
+class PairLookup:
+    """A set of (id_a, id_b) token pairs stored as sorted keys a * vocab_size + b."""
+
+    keys: torch.Tensor  # sorted, unique, int64
+    vocab_size: int
+    source: str = "table"
+
+    def __len__(self) -> int:
+        return int(self.keys.numel())
+
+    def to(self, device: torch.device | str) -> PairLookup:
+        """Return a copy whose keys live on `device`."""
+        return PairLookup(self.keys.to(device), self.vocab_size, self.source)
+
+    def contains(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """Elementwise: is (a_i, b_i) a pair? Ids outside [0, vocab_size) are never pairs."""
+        a, b = a.long(), b.long()
+        if self.keys.numel() == 0:
+            return torch.zeros(a.shape, dtype=torch.bool, device=a.device)
+        keys = self.keys if self.keys.device == a.device else self.keys.to(a.device)
+        v = self.vocab_size
+        valid = (a >= 0) & (a < v) & (b >= 0) & (b < v)
+        query = torch.where(valid, a * v + b, torch.zeros_like(a))
+        pos = torch.searchsorted(keys, query).clamp_(max=keys.numel() - 1)
+        return valid & (keys[pos] == query)
+
+    def pairs(self) -> torch.Tensor:
+        """All pairs as an (P, 2) int64 tensor."""
+        return torch.stack([self.keys // self.vocab_size, self.keys % self.vocab_size], dim=1)
+
+    def partners(self, token_id: int) -> list[int]:
+        """Ids paired with `token_id` (for inspection, not for the training step)."""
+        bounds = torch.tensor([token_id, token_id + 1], device=self.keys.device) * self.vocab_size
+        lo, hi = torch.searchsorted(self.keys, bounds).tolist()
+        return (self.keys[lo:hi] % self.vocab_size).tolist()
+
+    @classmethod
+    def from_pairs(
+        cls, a: Sequence[int] | np.ndarray, b: Sequence[int] | np.ndarray, vocab_size: int,
+        *, symmetric: bool = True, source: str = "table",
+    ) -> PairLookup:
+        """Build from two equal-length id arrays; `symmetric` adds (b, a) for every (a, b)."""
+        a = np.asarray(a, dtype=np.int64)
+        b = np.asarray(b, dtype=np.int64)
+        if a.shape != b.shape:
+            raise ValueError(f"a and b must have the same length, got {a.shape} and {b.shape}")
+        if symmetric:
+            a, b = np.concatenate([a, b]), np.concatenate([b, a])
+        keep = a != b  # a token is never its own false negative
+        keys = np.unique(a[keep] * vocab_size + b[keep])
+        return cls(torch.from_numpy(keys), int(vocab_size), source)
+
+
+def _vocab_list(vocab: Sequence[str] | Mapping[str, int]) -> list[str]:
+    """Tokens by id, from a list of tokens or a token -> id mapping."""
+    if isinstance(vocab, Mapping):
+        if not vocab:
+            raise ValueError("vocab must not be empty")
+        tokens = [""] * (max(vocab.values()) + 1)
+        for tok, i in vocab.items():
+            tokens[i] = tok
+        return tokens
+    tokens = list(vocab)
+    if not tokens:
+        raise ValueError("vocab must not be empty")
+    return tokens
+
+
+def whole_word_ids(
+    vocab: Sequence[str] | Mapping[str, int], special_tokens: Iterable[str] = ()
+) -> dict[str, int]:
+    """Map each whole-word token to its id: no '##' continuation pieces, no special tokens."""
+    special = set(special_tokens)
+    out: dict[str, int] = {}
+    for i, tok in enumerate(_vocab_list(vocab)):
+        if not tok or tok.startswith("##") or tok in special or _SPECIAL_RE.match(tok):
+            continue
+        out.setdefault(tok, i)
+    return out
+
+
+def _find(word: str, index: Mapping[str, int], lowercase: bool) -> int | None:
+    """Id of `word` in `index`, trying its lower-cased form too when `lowercase`."""
+    i = index.get(word)
+    if i is None and lowercase:
+        i = index.get(word.lower())
+    return i
+
+
+def synonym_lookup(
+    table: Any,
+    vocab: Sequence[str] | Mapping[str, int],
+    *,
+    special_tokens: Iterable[str] = (),
+    lowercase: bool = True,
+    symmetric: bool = True,
+) -> PairLookup:
+    """Pairs of whole-word vocabulary tokens that the synonym table calls synonyms.
+
+    `table` is a mapping word -> iterable of words, or any object with `.synonyms(word)`
+    (e.g. the WordNet `SynonymTable`). Multi-word synonyms never match a single token.
+    """
+    index = whole_word_ids(vocab, special_tokens)
+    get = table.synonyms if hasattr(table, "synonyms") else (lambda w: table.get(w, ()))
+    a: list[int] = []
+    b: list[int] = []
+    for word, i in index.items():  # build time only: one pass over the vocabulary
+        for syn in get(word) or ():
+            j = _find(syn, index, lowercase)
+            if j is not None and j != i:
+                a.append(i)
+                b.append(j)
+    return PairLookup.from_pairs(a, b, len(_vocab_list(vocab)), symmetric=symmetric,
+                                 source="synonyms")
+
+
+def _vector_parts(vectors: Any) -> tuple[list[str], dict[str, int], np.ndarray]:
+    """(words, word -> row, matrix) from a vectors object (.words/.vectors) or a (words, matrix) pair."""
+    if hasattr(vectors, "vectors") and hasattr(vectors, "words"):
+        words, matrix = list(vectors.words), vectors.vectors
+        index = getattr(vectors, "index", None)
+    else:
+        words, matrix = vectors
+        words, index = list(words), None
+    matrix = np.asarray(matrix, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[0] != len(words):
+        raise ValueError(f"vectors must be (len(words), dim), got {matrix.shape} for {len(words)} words")
+    if not isinstance(index, Mapping):
+        index = {w: i for i, w in enumerate(words)}
+    return words, dict(index), matrix
+
+
+def neighbour_lookup(
+    vectors: Any,
+    vocab: Sequence[str] | Mapping[str, int],
+    *,
+    top_k: int | None = 10,
+    threshold: float | None = 0.6,
+    symmetric: bool = True,
+    special_tokens: Iterable[str] = (),
+    lowercase: bool = True,
+    block: int = 1024,
+) -> PairLookup:
+    """Pairs of whole-word tokens that are nearest neighbours in word-vector space.
+
+    A pair (a, b) is kept when b is among a's `top_k` cosine neighbours (None: no limit) and
+    their cosine is >= `threshold` (None: no threshold). `vectors` has `.words` and
+    `.vectors` (as `load_vectors` returns) or is a (words, matrix) pair.
+    """
+    if top_k is None and threshold is None:
+        raise ValueError("neighbour_lookup needs top_k (int >= 1) or threshold (in [-1, 1]), or both")
+    if top_k is not None and top_k < 1:
+        raise ValueError(f"top_k must be an int >= 1 or None, got {top_k}")
+    if threshold is not None and not -1.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be in [-1, 1] or None, got {threshold}")
+    _, vindex, matrix = _vector_parts(vectors)
+    ids, rows = [], []
+    for tok, i in whole_word_ids(vocab, special_tokens).items():
+        r = _find(tok, vindex, lowercase)
+        if r is not None:
+            ids.append(i)
+            rows.append(r)
+    vocab_size = len(_vocab_list(vocab))
+    if len(ids) < 2:
+        return PairLookup(torch.zeros(0, dtype=torch.long), vocab_size, "vectors")
+    m = F.normalize(torch.from_numpy(matrix[rows]), dim=1)
+    tok_ids = torch.tensor(ids)
+    a_parts, b_parts = [], []
+    for start in range(0, len(ids), block):  # blocked: the full n x n matrix may not fit
+        sim = m[start:start + block] @ m.T
+        own = torch.arange(start, start + sim.shape[0])
+        sim[torch.arange(sim.shape[0]), own] = -2.0  # never one's own neighbour
+        if top_k is not None:
+            vals, cols = sim.topk(min(top_k, len(ids) - 1), dim=1)
+            keep = vals >= (threshold if threshold is not None else -2.0)
+            keep &= vals > -2.0
+            r_idx = own.unsqueeze(1).expand_as(cols)[keep]
+            c_idx = cols[keep]
+        else:
+            r_idx, c_idx = (sim >= threshold).nonzero(as_tuple=True)
+            r_idx = r_idx + start
+        a_parts.append(tok_ids[r_idx])
+        b_parts.append(tok_ids[c_idx])
+    return PairLookup.from_pairs(torch.cat(a_parts).numpy(), torch.cat(b_parts).numpy(),
+                                 vocab_size, symmetric=symmetric, source="vectors")
+
+
+# --------------------------------------------------------------------------- detection
+
+
+def false_negatives(targets: torch.Tensor, samples: torch.Tensor, table: PairLookup) -> torch.Tensor:
+    """fn_i = samples_i != targets_i and (targets_i, samples_i) is a pair of `table`; bool (N,)."""
+    return (samples != targets) & table.contains(targets, samples)
+
+
+def false_negative_stats(
+    targets: torch.Tensor, samples: torch.Tensor, table: PairLookup | None = None,
+    fn: torch.Tensor | None = None,
+) -> dict[str, float]:
+    """Counts and rates: n_masked, n_replaced, n_fn, fn_rate_replaced, fn_rate_masked.
+
+    Pass `fn` if already computed (then `table` is not needed). Rates are 0 when their
+    denominator is 0. Returns Python floats (one device sync per call).
+    """
+    if fn is None:
+        if table is None:
+            raise ValueError("false_negative_stats needs table (a PairLookup) or fn (a bool tensor)")
+        fn = false_negatives(targets, samples, table)
+    n_masked = int(targets.numel())
+    n_replaced = int((samples != targets).sum())
+    n_fn = int(fn.sum())
+    return {
+        "n_masked": float(n_masked),
+        "n_replaced": float(n_replaced),
+        "n_fn": float(n_fn),
+        "fn_rate_replaced": n_fn / n_replaced if n_replaced else 0.0,
+        "fn_rate_masked": n_fn / n_masked if n_masked else 0.0,
+    }
+
+
+def to_positions(values: torch.Tensor, masked: torch.Tensor, fill: float | bool = 0) -> torch.Tensor:
+    """Scatter per-masked-position values (N,) back to (B, L), `fill` elsewhere."""
+    out = torch.full(masked.shape, fill, dtype=values.dtype, device=values.device)
+    out[masked] = values
+    return out
+
+
+# --------------------------------------------------------------------------- hard correction
+
+
+def shield_mlm_weights(fn: torch.Tensor) -> torch.Tensor:
+    """MLM / generator weights (N,): 0 at false negatives, 1 elsewhere (drop them from the CE)."""
+    return (~fn).float()
+
+
+def shield_disc_weights(fn: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+    """Discriminator weights (B, L): 0 at false-negative positions, 1 elsewhere."""
+    return (~to_positions(fn, masked, False)).float()
+
+
+def relabel_disc_labels(
+    input_ids: torch.Tensor, corrupted_ids: torch.Tensor, masked: torch.Tensor, fn: torch.Tensor
+) -> torch.Tensor:
+    """ELECTRA labels (B, L) as floats, 1 = replaced, with false negatives labelled original (0)."""
+    return ((corrupted_ids != input_ids) & ~to_positions(fn, masked, False)).float()
+
+
+def relabel_mlm_correction(
+    logits: torch.Tensor, targets: torch.Tensor, samples: torch.Tensor, fn: torch.Tensor
+) -> torch.Tensor:
+    """Loss term that turns the MLM CE at false negatives into -log(p_y + p_s): both count as correct.
+
+    Added to the unweighted mean CE over the N masked positions it gives exactly
+    (1/N) [sum_{not fn} -log p_y + sum_{fn} -log(p_y + p_s)]. Reconstructed: "relabel" for MLM.
+    """
+    if not bool(fn.any()):
+        return logits.sum() * 0.0  # keeps the graph and device
+    rows = fn.nonzero().squeeze(1)  # index, not a boolean copy of whole logit rows
+    ly = logits[rows, targets[rows]].float()
+    ls = logits[rows, samples[rows]].float()
+    # (-log(p_y + p_s)) - (-log p_y): the change from the plain CE at each fn position;
+    # the log-partition cancels, so no softmax over the vocabulary is needed
+    return (ly - torch.logaddexp(ly, ls)).sum() / logits.shape[0]
+
+
+# --------------------------------------------------------------------------- soft regularization
+
+
+def expected_embeddings(logits: torch.Tensor, embeddings: torch.Tensor) -> torch.Tensor:
+    """e_i = softmax(logits_i) @ E: the prediction's expected input embedding, (N, E)."""
+    return logits.float().softmax(dim=-1) @ embeddings.float()
+
+
+def sr_word_loss(
+    logits: torch.Tensor, targets: torch.Tensor, embeddings: torch.Tensor, *,
+    embed_grad: bool = False, expected: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Word-level SR: mean_i (1 - cos(e_i, E[y_i])). `embed_grad=False` detaches E (reconstructed).
+
+    `expected`: precomputed `expected_embeddings(logits, E)` (the costly part), if at hand.
+    """
+    if logits.shape[0] == 0:
+        return logits.sum() * 0.0
+    emb = embeddings if embed_grad else embeddings.detach()
+    e = expected_embeddings(logits, emb) if expected is None else expected
+    return (1.0 - F.cosine_similarity(e, emb[targets].float(), dim=-1)).mean()
+
+
+def smoothed_targets(
+    targets: torch.Tensor, embeddings: torch.Tensor, *, eps: float = 0.1, tau: float = 0.1
+) -> torch.Tensor:
+    """q = (1 - eps) onehot(y) + eps softmax(cos(E, E_y) / tau), (N, V); no gradient."""
+    with torch.no_grad():
+        e = embeddings.float()
+        # rsqrt of the squared norm: several times faster than F.normalize on a CPU
+        en = e * e.pow(2).sum(dim=-1, keepdim=True).clamp_min(1e-24).rsqrt()
+        sim = en[targets] @ en.T
+        q = eps * (sim / tau).softmax(dim=-1)
+        q[torch.arange(len(targets), device=q.device), targets] += 1.0 - eps
+    return q
+
+
+def sr_smooth_loss(
+    logits: torch.Tensor, targets: torch.Tensor, embeddings: torch.Tensor,
+    *, eps: float = 0.1, tau: float = 0.1,
+) -> torch.Tensor:
+    """Smoothed-target SR: mean CE(logits, q) - mean CE(logits, y).
+
+    Added to the plain MLM CE (weight 1) it replaces the one-hot target by q exactly.
+    Reconstructed: the paper's "smoothing cross-entropy by embedding-layer similarities".
+    """
+    if logits.shape[0] == 0:
+        return logits.sum() * 0.0
+    if eps == 0.0:
+        return logits.sum() * 0.0
+    # CE(q) - CE(y) = eps * (l_y - sum_v w_v l_v) with w = softmax(cos(E, E_y) / tau): the
+    # log-partition cancels, so we skip the log-softmax over the vocabulary
+    w = smoothed_targets(targets, embeddings, eps=1.0, tau=tau)
+    lf = logits.float()
+    ly = lf.gather(1, targets.unsqueeze(1)).squeeze(1)
+    return eps * (ly - (w * lf).sum(dim=-1)).mean()
+
+
+def sr_sentence_loss(
+    logits: torch.Tensor, input_ids: torch.Tensor, masked: torch.Tensor, embeddings: torch.Tensor,
+    *, attention_mask: torch.Tensor | None = None, embed_grad: bool = False,
+    expected: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Sentence-level SR: mean over sentences with a mask of 1 - cos(mean E[x], mean E[x with e_i filled in])."""
+    emb = embeddings if embed_grad else embeddings.detach()
+    keep = torch.ones_like(masked) if attention_mask is None else attention_mask.bool()
+    has_mask = (masked & keep).any(dim=1)
+    if not bool(has_mask.any()):
+        return logits.sum() * 0.0
+    orig = emb[input_ids].float() * keep.unsqueeze(-1)
+    pred = orig.clone()
+    e = expected_embeddings(logits, emb) if expected is None else expected
+    pred[masked] = e * keep[masked].unsqueeze(-1)
+    # the sum is the mean up to a positive factor per sentence; the cosine does not see it
+    cos = F.cosine_similarity(orig.sum(dim=1), pred.sum(dim=1), dim=-1)
+    return (1.0 - cos[has_mask]).mean()
+
+
+# --------------------------------------------------------------------------- the hook
+
+
+@dataclass
+class NegativesOutput:
+    """What the hook hands the training loop; field names mirror pretrain's HookOutput."""
+
+    mlm_weights: torch.Tensor | None = None  # (N,) float, 1 = keep
+    disc_labels: torch.Tensor | None = None  # (B, L) float, 1 = replaced
+    disc_weights: torch.Tensor | None = None  # (B, L) float, 0 = shielded
+    extra_loss: torch.Tensor | None = None  # scalar, added to the loss with weight 1
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+def parse_method(method: str) -> tuple[str | None, tuple[str, ...]]:
+    """Split 'shield+sr-word' into (hard correction or None, soft regularizers)."""
+    parts = [p.strip() for p in str(method).split("+")]
+    bad = [p for p in parts if p not in METHODS]
+    if bad or not parts:
+        raise ValueError(f"method must be one of {METHODS} or a '+'-joined combination "
+                         f"(at most one of {HC_METHODS}), got {method!r}")
+    if "none" in parts:
+        if len(parts) > 1:
+            raise ValueError(f"method 'none' cannot be combined, got {method!r}")
+        return None, ()
+    hc = [p for p in parts if p in HC_METHODS]
+    if len(hc) > 1:
+        raise ValueError(f"method may hold at most one of {HC_METHODS}, got {method!r}")
+    sr = tuple(dict.fromkeys(p for p in parts if p in SR_METHODS))
+    return (hc[0] if hc else None), sr
+
+
+@dataclass
+class NegativesHook:
+    """Per-step hook: detect false negatives, apply HC and SR, return a `NegativesOutput`.
+
+    The step is read by attribute: input_ids (B, L), masked (B, L) bool, targets (N,),
+    logits (N, V), samples (N,), embeddings (V, E), corrupted_ids (B, L), and optionally
+    attention_mask (B, L).
+    """
+
+    method: str = "none"
+    table: PairLookup | None = None
+    lam: float = 1.0
+    eps: float = 0.1
+    tau: float = 0.1
+    apply_to: str = "both"
+    embed_grad: bool = False
+
+    def __post_init__(self) -> None:
+        self.hc, self.sr = parse_method(self.method)
+        if not (isinstance(self.lam, (int, float)) and self.lam >= 0):
+            raise ValueError(f"lam must be a number >= 0, got {self.lam!r}")
+        if not 0.0 <= self.eps <= 1.0:
+            raise ValueError(f"eps must be in [0, 1], got {self.eps}")
+        if not self.tau > 0:
+            raise ValueError(f"tau must be > 0, got {self.tau}")
+        if self.apply_to not in APPLY_TO:
+            raise ValueError(f"apply_to must be one of {APPLY_TO}, got {self.apply_to!r}")
+        if self.hc is not None and self.table is None:
+            raise ValueError(f"method {self.method!r} needs table (a PairLookup)")
+
+    def __call__(self, step: Any) -> NegativesOutput:
+        """Run on one training step."""
+        out = NegativesOutput()
+        targets, samples, masked = step.targets, step.samples, step.masked
+        fn = None
+        if self.table is not None:
+            if self.table.keys.device != targets.device:
+                self.table = self.table.to(targets.device)  # once; cached afterwards
+            fn = false_negatives(targets, samples, self.table)
+            out.stats.update(false_negative_stats(targets, samples, fn=fn))
+        on_mlm = self.apply_to in ("both", "mlm")
+        on_disc = self.apply_to in ("both", "disc")
+        extra: list[torch.Tensor] = []
+        if self.hc == "shield":
+            if on_mlm:
+                out.mlm_weights = shield_mlm_weights(fn)
+            if on_disc:
+                out.disc_weights = shield_disc_weights(fn, masked)
+        elif self.hc == "relabel":
+            if on_mlm:
+                extra.append(relabel_mlm_correction(step.logits, targets, samples, fn))
+            if on_disc:
+                out.disc_labels = relabel_disc_labels(step.input_ids, step.corrupted_ids, masked, fn)
+        expected = None
+        if {"sr-word", "sr-sentence"} & set(self.sr):  # shared by both: compute once
+            emb = step.embeddings if self.embed_grad else step.embeddings.detach()
+            expected = expected_embeddings(step.logits, emb)
+        for kind in self.sr:
+            if kind == "sr-word":
+                loss = sr_word_loss(step.logits, targets, step.embeddings,
+                                    embed_grad=self.embed_grad, expected=expected)
+            elif kind == "sr-smooth":
+                loss = sr_smooth_loss(step.logits, targets, step.embeddings, eps=self.eps, tau=self.tau)
+            else:
+                loss = sr_sentence_loss(step.logits, step.input_ids, masked, step.embeddings,
+                                        attention_mask=getattr(step, "attention_mask", None),
+                                        embed_grad=self.embed_grad, expected=expected)
+            out.stats[kind.replace("-", "_") + "_loss"] = float(loss.detach())
+            extra.append(self.lam * loss)
+        if extra:
+            out.extra_loss = torch.stack(extra).sum()
+        return out
+
+
+def make_hook(
+    method: str = "none",
+    table: PairLookup | None = None,
+    *,
+    lam: float = 1.0,
+    eps: float = 0.1,
+    tau: float = 0.1,
+    apply_to: str = "both",
+    embed_grad: bool = False,
+) -> Callable[[Any], NegativesOutput]:
+    """A training-step hook for `method` (one of METHODS, or e.g. 'shield+sr-word')."""
+    return NegativesHook(method, table, lam=lam, eps=eps, tau=tau, apply_to=apply_to,
+                         embed_grad=embed_grad)
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def disc_accuracy_by_kind(
+    disc_logits: torch.Tensor, labels: torch.Tensor, fn_mask: torch.Tensor,
+    masked: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None,
+) -> dict[str, float]:
+    """Discriminator accuracy on original, truly replaced and false-negative positions.
+
+    `labels` (B, L): 1 = replaced (ELECTRA's labels, before any relabelling). `fn_mask` is
+    (B, L), or (N,) together with `masked`. A prediction is "replaced" when the logit > 0.
+    acc_false_negative is measured against ELECTRA's label "replaced"; 1 minus it is how often
+    the discriminator calls a synonym original. NaN where a kind has no positions.
+    """
+    if fn_mask.dim() == 1:
+        if masked is None:
+            raise ValueError("fn_mask of shape (N,) needs masked (B, L)")
+        fn_mask = to_positions(fn_mask.bool(), masked, False)
+    fn_mask = fn_mask.bool()
+    valid = torch.ones_like(fn_mask) if attention_mask is None else attention_mask.bool()
+    pred = disc_logits.detach() > 0
+    lab = labels > 0.5
+    kinds = {
+        "original": valid & ~lab & ~fn_mask,
+        "replaced": valid & lab & ~fn_mask,
+        "false_negative": valid & fn_mask,
+    }
+    out: dict[str, float] = {}
+    for name, where in kinds.items():
+        n = int(where.sum())
+        correct = (pred == (lab | fn_mask))[where].sum() if n else 0
+        out[f"acc_{name}"] = float(correct) / n if n else float("nan")
+        out[f"n_{name}"] = float(n)
+    return out

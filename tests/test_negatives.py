@@ -1,0 +1,232 @@
+"""Tests for false-negative detection, hard correction and soft regularization (paper B)."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from mlmlib import negatives as neg
+
+VOCAB = ["[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]", "good", "great", "fine", "bad",
+         "##ness", "car", "auto", "happy", "glad", "red"]
+ID = {t: i for i, t in enumerate(VOCAB)}
+V = len(VOCAB)
+# one-directional on purpose ("great" -> "good" comes from symmetric=True); a continuation
+# piece and a special token in the table must never be paired
+TABLE = {"good": {"great", "fine", "##ness", "[MASK]", "goodness"}, "car": {"auto", "automobile"},
+         "happy": {"Glad"}}
+
+
+def ids(*toks):
+    return torch.tensor([ID[t] for t in toks])
+
+
+@pytest.fixture
+def lookup():
+    return neg.synonym_lookup(TABLE, VOCAB)
+
+
+def test_false_negative_cases(lookup):
+    targets = ids("good", "good", "good", "good", "car", "great", "good", "happy")
+    samples = ids("great", "good", "##ness", "[MASK]", "auto", "good", "bad", "glad")
+    fn = neg.false_negatives(targets, samples, lookup)
+    #            synonym identical continuation special synonym symmetric unrelated lowercased
+    assert fn.tolist() == [True, False, False, False, True, True, False, True]
+
+
+def test_lookup_ignores_out_of_range_and_mapping_vocab():
+    lk = neg.synonym_lookup(TABLE, ID)  # a token -> id mapping works like a list
+    assert lk.contains(torch.tensor([ID["good"], V + 3, -1]),
+                       torch.tensor([ID["fine"], ID["good"], ID["good"]])).tolist() == [True, False, False]
+    assert sorted(lk.partners(ID["good"])) == [ID["great"], ID["fine"]]
+
+
+def test_object_table_with_synonyms_method():
+    class Table:
+        def synonyms(self, word, pos=None):
+            return {"red": {"good"}}.get(word, set())
+
+    lk = neg.synonym_lookup(Table(), VOCAB, symmetric=False)
+    assert lk.pairs().tolist() == [[ID["red"], ID["good"]]]
+
+
+def test_stats(lookup):
+    targets = ids("good", "good", "car", "bad")
+    samples = ids("great", "good", "red", "bad")
+    st = neg.false_negative_stats(targets, samples, lookup)
+    assert st["n_masked"] == 4 and st["n_replaced"] == 2 and st["n_fn"] == 1
+    assert st["fn_rate_replaced"] == pytest.approx(0.5)
+    assert st["fn_rate_masked"] == pytest.approx(0.25)
+
+
+def make_step(seed=0, b=3, length=6, hidden=5, emb=4):
+    """A small MaskedStep-like object, logits from a tiny linear model, with known false negatives."""
+    g = torch.Generator().manual_seed(seed)
+    input_ids = torch.randint(5, V, (b, length), generator=g)
+    masked = torch.zeros(b, length, dtype=torch.bool)
+    masked[:, 1] = masked[:, 3] = True
+    masked[0, 4] = True
+    n = int(masked.sum())
+    input_ids[masked] = ids("good", "car", "good", "happy", "red", "bad", "good")[:n]
+    samples = ids("great", "auto", "good", "glad", "bad", "red", "fine")[:n]
+    corrupted = input_ids.clone()
+    corrupted[masked] = samples
+    feats = torch.randn(n, hidden, generator=g, requires_grad=True)
+    head = torch.nn.Linear(hidden, V)
+    embeddings = torch.randn(V, emb, generator=g, requires_grad=True)
+    return SimpleNamespace(input_ids=input_ids, masked=masked, targets=input_ids[masked],
+                           logits=head(feats), samples=samples, embeddings=embeddings,
+                           corrupted_ids=corrupted, feats=feats)
+
+
+def test_shield_zero_grad_mlm(lookup):
+    step = make_step()
+    out = neg.make_hook("shield", lookup)(step)
+    fn = neg.false_negatives(step.targets, step.samples, lookup)
+    assert fn.tolist() == [True, True, False, True, False, False, True]
+    ce = F.cross_entropy(step.logits, step.targets, reduction="none")
+    (out.mlm_weights * ce).sum().backward()
+    grad_norm = step.feats.grad.norm(dim=1)
+    assert (grad_norm[fn] == 0).all() and (grad_norm[~fn] > 0).all()
+    assert out.stats["n_fn"] == 4
+
+
+def test_shield_zero_grad_disc(lookup):
+    step = make_step()
+    out = neg.make_hook("shield", lookup, apply_to="disc")(step)
+    assert out.mlm_weights is None
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(*step.masked.shape, 4, generator=g, requires_grad=True)
+    disc = torch.nn.Linear(4, 1)
+    labels = (step.corrupted_ids != step.input_ids).float()
+    loss = F.binary_cross_entropy_with_logits(disc(x).squeeze(-1), labels, reduction="none")
+    (out.disc_weights * loss).sum().backward()
+    fn_pos = neg.to_positions(neg.false_negatives(step.targets, step.samples, lookup), step.masked, False)
+    grad_norm = x.grad.norm(dim=-1)
+    assert (grad_norm[fn_pos] == 0).all() and (grad_norm[~fn_pos] > 0).all()
+
+
+def test_relabel_changes_exactly_fn_labels(lookup):
+    step = make_step()
+    out = neg.make_hook("relabel", lookup)(step)
+    plain = (step.corrupted_ids != step.input_ids).float()
+    fn_pos = neg.to_positions(neg.false_negatives(step.targets, step.samples, lookup), step.masked, False)
+    changed = out.disc_labels != plain
+    assert torch.equal(changed, fn_pos)
+    assert (out.disc_labels[fn_pos] == 0).all()
+
+
+def test_relabel_mlm_counts_synonym_as_correct(lookup):
+    step = make_step()
+    fn = neg.false_negatives(step.targets, step.samples, lookup)
+    corr = neg.relabel_mlm_correction(step.logits, step.targets, step.samples, fn)
+    total = F.cross_entropy(step.logits, step.targets) + corr
+    p = step.logits.softmax(-1)
+    r = torch.arange(len(fn))
+    per = torch.where(fn, -(p[r, step.targets] + p[r, step.samples]).log(), -p[r, step.targets].log())
+    assert total.item() == pytest.approx(per.mean().item(), rel=1e-5)
+    assert corr.item() < 0  # a synonym now counts as correct: the loss can only drop
+
+
+def peaked_logits(targets, scale=1e4):
+    return F.one_hot(targets, V).float() * scale
+
+
+def test_sr_zero_when_prediction_is_original():
+    step = make_step()
+    e = step.embeddings
+    logits = peaked_logits(step.targets)
+    assert neg.sr_word_loss(logits, step.targets, e).item() == pytest.approx(0.0, abs=1e-6)
+    assert neg.sr_sentence_loss(logits, step.input_ids, step.masked, e).item() == pytest.approx(0.0, abs=1e-6)
+    assert neg.sr_smooth_loss(logits, step.targets, e, eps=0.0).item() == pytest.approx(0.0, abs=1e-6)
+    # and positive when the prediction is spread out
+    assert neg.sr_word_loss(step.logits, step.targets, e).item() > 1e-3
+    assert neg.sr_sentence_loss(step.logits, step.input_ids, step.masked, e).item() > 1e-4
+    assert neg.sr_smooth_loss(step.logits, step.targets, e, eps=0.3).item() != 0.0
+
+
+def test_sr_smooth_is_ce_against_smoothed_targets():
+    step = make_step()
+    q = neg.smoothed_targets(step.targets, step.embeddings, eps=0.2, tau=0.5)
+    assert torch.allclose(q.sum(-1), torch.ones(len(q)))
+    total = F.cross_entropy(step.logits, step.targets) + neg.sr_smooth_loss(
+        step.logits, step.targets, step.embeddings, eps=0.2, tau=0.5)
+    assert total.item() == pytest.approx(F.cross_entropy(step.logits, q).item(), rel=1e-5)
+
+
+def test_sr_hook_grad_flows_to_logits_not_embeddings(lookup):
+    step = make_step()
+    out = neg.make_hook("sr-word+sr-sentence", lookup, lam=0.5)(step)
+    out.extra_loss.backward()
+    assert step.feats.grad.abs().sum() > 0
+    assert step.embeddings.grad is None  # embed_grad=False detaches E
+    assert {"sr_word_loss", "sr_sentence_loss", "fn_rate_replaced"} <= set(out.stats)
+    expected = 0.5 * (out.stats["sr_word_loss"] + out.stats["sr_sentence_loss"])
+    assert out.extra_loss.item() == pytest.approx(expected, rel=1e-5)
+    step2 = make_step()
+    neg.make_hook("sr-word", lookup, embed_grad=True)(step2).extra_loss.backward()
+    assert step2.embeddings.grad.abs().sum() > 0
+
+
+def test_none_hook_only_reports(lookup):
+    out = neg.make_hook("none", lookup)(make_step())
+    assert out.mlm_weights is None and out.disc_labels is None and out.extra_loss is None
+    assert out.stats["n_fn"] == 4
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"method": "shield", "lam": -0.1}, "lam"),
+    ({"method": "magic"}, "method must be one of"),
+    ({"method": "shield+relabel"}, "at most one"),
+    ({"method": "none+sr-word"}, "cannot be combined"),
+    ({"method": "shield", "apply_to": "gen"}, "apply_to"),
+])
+def test_bad_arguments(lookup, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        neg.make_hook(table=lookup, **kwargs)
+
+
+def test_hc_needs_table():
+    with pytest.raises(ValueError, match="table"):
+        neg.make_hook("relabel")
+
+
+def test_neighbour_lookup_toy_embedding():
+    words = ["good", "great", "car", "auto", "bad", "##ness", "[CLS]"]
+    vecs = np.array([[1, 0, 0], [0.95, 0.1, 0], [0, 1, 0], [0.05, 0.97, 0], [0, 0, 1],
+                     [1, 0, 0], [1, 0.01, 0]], dtype=np.float32)
+    lk = neg.neighbour_lookup((words, vecs), VOCAB, top_k=1, threshold=0.9)
+    pairs = {tuple(p) for p in lk.pairs().tolist()}
+    assert pairs == {(ID["good"], ID["great"]), (ID["great"], ID["good"]),
+                     (ID["car"], ID["auto"]), (ID["auto"], ID["car"])}
+    # "bad" has a nearest neighbour, but below the threshold; with no threshold it gets one
+    lk2 = neg.neighbour_lookup((words, vecs), VOCAB, top_k=1, threshold=None, symmetric=False)
+    assert len(lk2.partners(ID["bad"])) == 1
+    assert lk2.contains(ids("good"), ids("##ness")).item() is False
+    with pytest.raises(ValueError, match="top_k"):
+        neg.neighbour_lookup((words, vecs), VOCAB, top_k=None, threshold=None)
+
+
+def test_neighbour_lookup_threshold_only_matches_bruteforce():
+    rng = np.random.default_rng(0)
+    words = VOCAB[5:]
+    vecs = rng.normal(size=(len(words), 3)).astype(np.float32)
+    lk = neg.neighbour_lookup((words, vecs), VOCAB, top_k=None, threshold=0.5, block=3)
+    n = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    sim = n @ n.T
+    want = {(ID[words[i]], ID[words[j]]) for i in range(len(words)) for j in range(len(words))
+            if i != j and sim[i, j] >= 0.5 and not words[i].startswith("##")
+            and not words[j].startswith("##")}
+    assert {tuple(p) for p in lk.pairs().tolist()} == want
+
+
+def test_disc_accuracy_by_kind():
+    labels = torch.tensor([[0, 1, 1, 1, 0]]).float()
+    fn = torch.tensor([[False, False, True, True, False]])
+    logits = torch.tensor([[-1.0, 2.0, -3.0, 1.0, 0.5]])  # pred: orig, repl, orig, repl, repl
+    acc = neg.disc_accuracy_by_kind(logits, labels, fn, attention_mask=torch.tensor([[1, 1, 1, 1, 0]]))
+    assert acc["acc_original"] == 1.0 and acc["n_original"] == 1
+    assert acc["acc_replaced"] == 1.0
+    assert acc["acc_false_negative"] == 0.5 and acc["n_false_negative"] == 2
