@@ -1,0 +1,263 @@
+"""Throughput benchmark: mlmlib's loop vs the Hugging Face recipes, on one model, data and masking.
+
+MLM: transformers' Trainer + DataCollatorForLanguageModeling (the run_mlm.py recipe) vs
+mlmlib.pretrain. ELECTRA: a plain composition of ElectraForMaskedLM and ElectraForPreTraining
+(full-vocabulary logits, Hugging Face losses) vs mlmlib.pretrain(objective="electra").
+Repetitions are interleaved (A, B, B, A, ...) and summarised by medians, because a shared
+machine is noisy.
+
+Approximate FLOPs of one training step (forward + backward = 3x forward, a multiply-add = 2):
+  6 * P_enc * T + 12 * layers * L * H * T + 6 * (H*H + H*V) * T_pred
+with P_enc the encoder's non-embedding parameters, T tokens, L sequence length, H width,
+V vocabulary and T_pred the positions projected onto the vocabulary (all T for the Hugging Face
+recipes, only the masked ones for mlmlib). ELECTRA sums generator and discriminator terms
+(the discriminator's head: 6 * (H*H + H) * T).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import io
+import statistics
+import tempfile
+import time
+
+import torch
+
+from mlmlib.masking import ELECTRA_SPLIT, mask_tokens
+from mlmlib.models import ModelSize, bert_mlm, electra
+from mlmlib.pretrain import PretrainConfig, param_groups, pretrain
+
+PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
+NUM_SPECIAL = 5
+
+
+def matmul_gflops(n: int = 1536, repeats: int = 3) -> float:
+    """This machine's fp32 matmul rate in GFLOP/s (best of a few n x n products)."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b  # warm-up
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t)
+    return 2 * n**3 / best / 1e9
+
+
+def make_data(vocab: int, seq: int, n: int, seed: int = 0) -> dict:
+    """Random full-length sequences [CLS] ... [SEP] (no padding), with a special-tokens mask."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(NUM_SPECIAL, vocab, (n, seq), generator=g)
+    ids[:, 0], ids[:, -1] = CLS, SEP
+    special = torch.zeros_like(ids, dtype=torch.bool)
+    special[:, 0] = special[:, -1] = True
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids),
+            "special_tokens_mask": special.long()}
+
+
+def encoder_flops_per_token(hidden: int, layers: int, intermediate: int, seq: int) -> float:
+    """Training FLOPs per token of the encoder layers: weights plus attention scores."""
+    p_enc = layers * (4 * hidden * hidden + 2 * hidden * intermediate)
+    return 6 * p_enc + 12 * layers * seq * hidden
+
+
+def mlm_step_flops(size: ModelSize, seq: int, tokens: int, predicted: float) -> float:
+    """Training FLOPs of one BERT MLM step projecting `predicted` positions onto the vocabulary."""
+    enc = encoder_flops_per_token(size.hidden, size.layers, size.intermediate, seq) * tokens
+    return enc + 6 * (size.hidden**2 + size.hidden * size.vocab_size) * predicted
+
+
+def electra_step_flops(pair, seq: int, tokens: int, predicted: float) -> float:
+    """Training FLOPs of one ELECTRA step (generator + discriminator)."""
+    g, d = pair.generator.config, pair.discriminator.config
+    gen = encoder_flops_per_token(g.hidden_size, g.num_hidden_layers, g.intermediate_size, seq)
+    disc = encoder_flops_per_token(d.hidden_size, d.num_hidden_layers, d.intermediate_size, seq)
+    gen_head = 6 * (g.hidden_size * g.embedding_size + g.embedding_size * g.vocab_size)
+    disc_head = 6 * (d.hidden_size**2 + d.hidden_size)
+    return (gen + disc + disc_head) * tokens + gen_head * predicted
+
+
+def _tokenizer(vocab: int):
+    """A word-level fast tokenizer with BERT's special tokens (the collator needs one)."""
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    names = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    words = {w: i for i, w in enumerate(names + [f"w{i}" for i in range(NUM_SPECIAL, vocab)])}
+    tok = Tokenizer(models.WordLevel(words, unk_token="[UNK]"))
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]",
+                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+
+
+def trainer_mlm(model, data: dict, batch_size: int, measure: int, lr: float = 5e-4) -> float:
+    """Tokens/s of transformers' Trainer + DataCollatorForLanguageModeling (steps measure..2*measure)."""
+    from datasets import Dataset
+    from transformers import (
+        DataCollatorForLanguageModeling,
+        Trainer,
+        TrainerCallback,
+        TrainingArguments,
+    )
+
+    tokens_per_step = batch_size * data["input_ids"].shape[1]
+    dataset = Dataset.from_dict({k: v.tolist() for k, v in data.items()})
+    collator = DataCollatorForLanguageModeling(_tokenizer(model.config.vocab_size),
+                                               mlm_probability=0.15)
+    times = {}
+
+    class Clock(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            if state.global_step in (measure, 2 * measure):
+                times[state.global_step] = time.perf_counter()
+
+    with tempfile.TemporaryDirectory() as out:
+        args = TrainingArguments(
+            output_dir=out, per_device_train_batch_size=batch_size, max_steps=2 * measure,
+            learning_rate=lr, weight_decay=0.01, warmup_steps=0, max_grad_norm=1.0,
+            report_to="none", save_strategy="no", eval_strategy="no", logging_strategy="no",
+            disable_tqdm=True, use_cpu=not torch.cuda.is_available(), dataloader_num_workers=0,
+            seed=0,
+        )
+        trainer = Trainer(model=model, args=args, train_dataset=dataset, data_collator=collator,
+                          callbacks=[Clock()])
+        with contextlib.redirect_stdout(io.StringIO()):
+            trainer.train()
+    return measure * tokens_per_step / (times[2 * measure] - times[measure])
+
+
+def mlmlib_tokens_per_s(model, data: dict, objective: str, batch_size: int, measure: int) -> float:
+    """Tokens/s of mlmlib.pretrain over steps measure..2*measure."""
+    config = PretrainConfig(objective=objective, steps=2 * measure, log_every=measure,
+                            batch_size=batch_size, warmup_frac=0.0)
+    with contextlib.redirect_stdout(io.StringIO()):
+        history = pretrain(model, data, config, mask_id=MASK, num_special=NUM_SPECIAL,
+                           progress=False)
+    return history[1]["tokens_per_s"]
+
+
+def plain_electra(pair, data: dict, batch_size: int, measure: int, lr: float = 5e-4) -> float:
+    """Tokens/s of a plain ELECTRA step: HF models with labels, full-vocabulary logits."""
+    pair.train()
+    optimizer = torch.optim.AdamW(param_groups(pair, 0.01), lr=lr, fused=True)
+    g = torch.Generator().manual_seed(0)
+    n = data["input_ids"].shape[0]
+    t0 = None
+    for step in range(2 * measure):
+        if step == measure:
+            t0 = time.perf_counter()
+        idx = torch.randint(n, (batch_size,), generator=g)
+        ids, attention = data["input_ids"][idx], data["attention_mask"][idx]
+        corrupted, masked = mask_tokens(ids, 0.15, generator=g, mask_id=MASK,
+                                        vocab_size=pair.config.vocab_size,
+                                        special_mask=data["special_tokens_mask"][idx].bool(),
+                                        split=ELECTRA_SPLIT)
+        gen = pair.generator(input_ids=corrupted, attention_mask=attention,
+                             labels=ids.masked_fill(~masked, -100))
+        with torch.no_grad():  # Gumbel-max sampling, as in the ELECTRA reference code
+            logits = gen.logits[masked]
+            u = torch.rand(logits.shape, generator=g).clamp_(1e-9, 1.0)
+            samples = (logits - torch.log(-torch.log(u))).argmax(-1)
+        disc_input = ids.masked_scatter(masked, samples)
+        disc = pair.discriminator(input_ids=disc_input, attention_mask=attention,
+                                  labels=(disc_input != ids).long())
+        loss = gen.loss + 50.0 * disc.loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(pair.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return measure * batch_size * data["input_ids"].shape[1] / (time.perf_counter() - t0)
+
+
+def run(vocab: int = 8000, hidden: int = 128, layers: int = 2, heads: int = 2, seq: int = 64,
+        batch_size: int = 32, measure: int = 6, repeats: int = 3, threads: int | None = None,
+        tasks=("mlm", "electra"), seed: int = 0) -> dict:
+    """Run the interleaved benchmark; returns {"rows": [...], "summary": [...], "machine": {...}}."""
+    if threads:
+        torch.set_num_threads(threads)
+    size = ModelSize(vocab_size=vocab, hidden=hidden, layers=layers, heads=heads, max_len=seq)
+    data = make_data(vocab, seq, max(batch_size * 4 * measure, 256), seed)
+    base_mlm = bert_mlm(size, seed=seed)
+    base_pair = electra(size, seed=seed)
+    masked_per_step = 0.15 * batch_size * (seq - 2)
+    tokens = batch_size * seq
+    methods = []
+    if "mlm" in tasks:
+        methods += [
+            ("mlm", "hf_trainer", lambda: trainer_mlm(copy.deepcopy(base_mlm), data, batch_size, measure),
+             mlm_step_flops(size, seq, tokens, tokens)),
+            ("mlm", "mlmlib", lambda: mlmlib_tokens_per_s(copy.deepcopy(base_mlm), data, "mlm",
+                                                           batch_size, measure),
+             mlm_step_flops(size, seq, tokens, masked_per_step)),
+        ]
+    if "electra" in tasks:
+        methods += [
+            ("electra", "hf_plain", lambda: plain_electra(copy.deepcopy(base_pair), data, batch_size, measure),
+             electra_step_flops(base_pair, seq, tokens, masked_per_step)),
+            ("electra", "mlmlib", lambda: mlmlib_tokens_per_s(copy.deepcopy(base_pair), data,
+                                                               "electra", batch_size, measure),
+             electra_step_flops(base_pair, seq, tokens, masked_per_step)),
+        ]
+    peak = matmul_gflops()
+    rows = []
+    for rep in range(repeats):
+        # interleave, and swap the order every repetition: slow phases hit both methods
+        pairs = [methods[i:i + 2] for i in range(0, len(methods), 2)]
+        for pair in pairs:
+            for task, method, fn, flops in (pair if rep % 2 == 0 else pair[::-1]):
+                tps = fn()
+                rows.append({"rep": rep, "task": task, "method": method, "tokens_per_s": tps,
+                             "gflops": tps / tokens * flops / 1e9})
+    summary = []
+    for task in dict.fromkeys(r["task"] for r in rows):
+        sub = [r for r in rows if r["task"] == task]
+        base_name, ours = sub[0]["method"] if sub[0]["method"] != "mlmlib" else sub[1]["method"], "mlmlib"
+        by = {m: [r for r in sub if r["method"] == m] for m in (base_name, ours)}
+        ratios = [o["tokens_per_s"] / b["tokens_per_s"] for o, b in zip(by[ours], by[base_name])]
+        for m in (base_name, ours):
+            summary.append({
+                "task": task, "method": m,
+                "tokens_per_s": statistics.median(r["tokens_per_s"] for r in by[m]),
+                "gflops": statistics.median(r["gflops"] for r in by[m]),
+                "speedup": statistics.median(ratios) if m == ours else 1.0,
+            })
+    for s in summary:
+        s["share_of_matmul_peak"] = s["gflops"] / peak
+    machine = {"threads": torch.get_num_threads(), "matmul_gflops": peak, "torch": torch.__version__,
+               "device": "cuda" if torch.cuda.is_available() else "cpu"}
+    setup = {"vocab": vocab, "hidden": hidden, "layers": layers, "heads": heads, "seq": seq,
+             "batch_size": batch_size, "measure_steps": measure, "repeats": repeats}
+    return {"rows": rows, "summary": summary, "machine": machine, "setup": setup}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: python -m mlmlib bench [--repeats 3] [--threads N] [--out results.json]."""
+    parser = argparse.ArgumentParser(prog="mlmlib bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--vocab", type=int, default=8000)
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--heads", type=int, default=2)
+    parser.add_argument("--seq", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--measure", type=int, default=6, help="timed steps (after as many warm-up)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--tasks", default="mlm,electra")
+    parser.add_argument("--out", default=None, help="write the results as JSON here")
+    a = parser.parse_args(argv)
+    result = run(a.vocab, a.hidden, a.layers, a.heads, a.seq, a.batch_size, a.measure, a.repeats,
+                 a.threads, tuple(a.tasks.split(",")))
+    print(f"machine: {result['machine']}")
+    for s in result["summary"]:
+        print(f"{s['task']:8s} {s['method']:11s} {s['tokens_per_s']:9.0f} tok/s "
+              f"{s['gflops']:6.1f} GFLOP/s ({s['share_of_matmul_peak']:.0%} of matmul) "
+              f"speed-up x{s['speedup']:.2f}")
+    if a.out:
+        from mlmlib.atomic import write_json
+        write_json(a.out, result)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

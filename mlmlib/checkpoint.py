@@ -1,0 +1,105 @@
+"""Resumable training checkpoints: weights (safetensors), optimizer/scheduler/RNG state, history.
+
+A checkpoint is a folder `step-00000100/` inside the run's checkpoint_dir, written under a
+temporary name and renamed into place, so a run killed while saving leaves the previous
+checkpoint intact. Only the newest is kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+from torch import nn
+
+WEIGHTS = "model.safetensors"
+TRAINER = "trainer_state.pt"
+STATE = "state.json"
+PREFIX = "step-"
+
+
+def _plain(value):
+    """Tuples to lists, for JSON and comparison."""
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def fingerprint(config, model: nn.Module, data: dict, skip=()) -> dict:
+    """What must match for a checkpoint to be resumed: config, model shapes, data shapes."""
+    cfg = {k: _plain(v) for k, v in asdict(config).items() if k not in skip}
+    shapes = sorted((k, list(v.shape)) for k, v in model.state_dict().items())
+    model_hash = hashlib.sha256(json.dumps(shapes).encode()).hexdigest()[:16]
+    data_shapes = {k: list(v.shape) for k, v in data.items() if isinstance(v, torch.Tensor)}
+    return {"config": cfg, "model": f"{type(model).__name__}:{model_hash}", "data": data_shapes}
+
+
+def _mismatch(saved: dict, current: dict) -> list[str]:
+    """Human-readable differences between two fingerprints."""
+    out = []
+    for key, value in current["config"].items():
+        if saved["config"].get(key) != value:
+            out.append(f"config.{key}: checkpoint {saved['config'].get(key)!r} != now {value!r}")
+    for key in ("model", "data"):
+        if saved.get(key) != current.get(key):
+            out.append(f"{key}: checkpoint {saved.get(key)} != now {current.get(key)}")
+    return out
+
+
+def latest(checkpoint_dir: str | Path) -> Path | None:
+    """The newest complete checkpoint folder, or None."""
+    folder = Path(checkpoint_dir)
+    found = sorted(p for p in folder.glob(f"{PREFIX}*") if p.is_dir() and (p / STATE).exists())
+    return found[-1] if found else None
+
+
+def save(checkpoint_dir: str | Path, step: int, model: nn.Module, trainer_state: dict,
+         meta: dict) -> Path:
+    """Write a checkpoint atomically (temp folder, then rename) and drop older ones."""
+    from safetensors.torch import save_model
+
+    folder = Path(checkpoint_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    final = folder / f"{PREFIX}{step:08d}"
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=folder))
+    try:
+        save_model(model, str(tmp / WEIGHTS))  # handles tied tensors
+        torch.save(trainer_state, tmp / TRAINER)
+        (tmp / STATE).write_text(json.dumps(meta, default=float))
+        if final.exists():
+            shutil.rmtree(final)
+        tmp.rename(final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    for old in folder.glob(f"{PREFIX}*"):
+        if old != final and old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def load_latest(checkpoint_dir: str | Path, model: nn.Module, current: dict) -> dict | None:
+    """Load the newest checkpoint into `model` and return its state; None when there is none.
+
+    Raises ValueError, before anything is loaded, if it was written by another configuration.
+    """
+    from safetensors.torch import load_model
+
+    path = latest(checkpoint_dir)
+    if path is None:
+        return None
+    meta = json.loads((path / STATE).read_text())
+    diff = _mismatch(meta["fingerprint"], current)
+    if diff:
+        raise ValueError(
+            f"checkpoint {path} comes from another run configuration; use a fresh checkpoint_dir "
+            "or delete it. Differences: " + "; ".join(diff)
+        )
+    load_model(model, str(path / WEIGHTS), strict=True, device=str(next(model.parameters()).device))
+    state = torch.load(path / TRAINER, weights_only=True, map_location="cpu")
+    return state | meta

@@ -1,0 +1,246 @@
+"""Fine-tuning and evaluation of sequence classifiers (and regressors: num_labels == 1).
+
+A short loop of our own (not transformers' Trainer) so the best-on-validation weights come back
+in memory with the per-example probabilities that the analyses need, and so one seeded
+generator decides the batch order. Metrics come from scikit-learn and scipy.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from scipy import stats as sstats
+from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
+from torch import nn
+from transformers import get_linear_schedule_with_warmup
+
+from mlmlib.pretrain import param_groups
+
+METRICS = ("accuracy", "f1", "matthews", "pearson", "spearman")
+
+
+@dataclass
+class FinetuneConfig:
+    """Settings of one fine-tuning run; `max_steps` (if set) overrides `epochs`."""
+
+    epochs: int = 3
+    max_steps: int | None = None
+    batch_size: int = 32
+    lr: float = 1e-4
+    weight_decay: float = 0.01
+    warmup_frac: float = 0.1
+    grad_clip: float | None = 1.0
+    patience: int | None = None  # evaluations without improvement before stopping; None: never
+    eval_every: int | None = None  # steps between validations; None: once per epoch
+    eval_batch_size: int = 256
+    seed: int = 0
+    metric: str = "accuracy"  # validation metric that picks the best weights
+    bf16: bool | str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.metric not in METRICS:
+            raise ValueError(f"metric must be one of {METRICS}, got {self.metric!r}")
+        for name in ("epochs", "batch_size", "eval_batch_size"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")
+        for name in ("max_steps", "patience", "eval_every"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"{name} must be None or an int >= 1, got {value!r}")
+        if not 0 <= self.warmup_frac < 1:
+            raise ValueError(f"warmup_frac must be in [0, 1), got {self.warmup_frac}")
+        if self.lr <= 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+
+
+@dataclass
+class FinetuneResult:
+    """Best-on-validation outcome: the model passed in holds the best weights afterwards."""
+
+    best_metric: float
+    best_step: int
+    steps: int  # steps actually taken (early stopping may end a run sooner)
+    validation: dict  # all metrics of the restored best model on the validation set
+    validation_probs: np.ndarray  # (N, C) per-example probabilities of the best model
+    history: list[dict] = field(default_factory=list)  # one row per validation
+    wall_s: float = 0.0
+
+
+def check_task_data(data: dict, name: str = "data", labels: bool = True) -> int:
+    """Validate a {input_ids, attention_mask, labels} dict of tensors; returns N."""
+    keys = ("input_ids", "attention_mask") + (("labels",) if labels else ())
+    if not isinstance(data, dict) or any(k not in data for k in keys):
+        raise ValueError(f"{name} must be a dict with tensors {keys}")
+    n = data["input_ids"].shape[0]
+    if data["input_ids"].dim() != 2 or data["attention_mask"].shape != data["input_ids"].shape:
+        raise ValueError(f"{name}['input_ids'] and ['attention_mask'] must both be (N, L)")
+    if labels and data["labels"].shape[0] != n:
+        raise ValueError(f"{name}['labels'] has {data['labels'].shape[0]} rows, input_ids {n}")
+    return n
+
+
+def _device(model: nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+def _slice(data: dict, idx, device) -> dict:
+    """A batch on `device`, its all-padding tail columns dropped (right padding)."""
+    mask = data["attention_mask"][idx]
+    width = int(mask.any(0).nonzero().max()) + 1 if mask.any() else 1
+    out = {"input_ids": data["input_ids"][idx, :width].to(device),
+           "attention_mask": mask[:, :width].to(device)}
+    if "token_type_ids" in data:
+        out["token_type_ids"] = data["token_type_ids"][idx, :width].to(device)
+    return out
+
+
+def _autocast(device: torch.device, setting):
+    use = (device.type == "cuda" and torch.cuda.is_bf16_supported()) if setting == "auto" else setting
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=bool(use))
+
+
+@torch.no_grad()
+def predict(model: nn.Module, data: dict, batch_size: int = 256, bf16="auto") -> np.ndarray:
+    """Class probabilities (N, C) for a classifier; raw predictions (N, 1) for a regressor."""
+    check_task_data(data, labels=False)
+    was_training = model.training
+    model.eval()
+    device = _device(model)
+    n = data["input_ids"].shape[0]
+    out = []
+    for start in range(0, n, batch_size):
+        idx = torch.arange(start, min(start + batch_size, n))
+        with _autocast(device, bf16):
+            logits = model(**_slice(data, idx, device)).logits.float()
+        out.append(logits if logits.shape[-1] == 1 else torch.softmax(logits, -1))
+    model.train(was_training)
+    return torch.cat(out).cpu().numpy()
+
+
+def metrics_from_probs(probs: np.ndarray, labels) -> dict:
+    """Metrics from stored predictions: accuracy/F1/Matthews, or Pearson/Spearman/MSE."""
+    labels = np.asarray(labels.cpu() if isinstance(labels, torch.Tensor) else labels)
+    if probs.shape[1] == 1:  # regression
+        pred = probs[:, 0]
+        return {
+            "pearson": float(sstats.pearsonr(pred, labels)[0]) if np.std(pred) > 0 else 0.0,
+            "spearman": float(sstats.spearmanr(pred, labels)[0]) if np.std(pred) > 0 else 0.0,
+            "mse": float(np.mean((pred - labels) ** 2)),
+        }
+    pred = probs.argmax(1)
+    return {
+        "accuracy": float(accuracy_score(labels, pred)),
+        "f1": float(f1_score(labels, pred, average="macro", zero_division=0)),
+        "matthews": float(matthews_corrcoef(labels, pred)),
+    }
+
+
+def evaluate(model: nn.Module, data: dict, batch_size: int = 256) -> dict:
+    """Accuracy, macro F1 and Matthews (classifier) or Pearson, Spearman, MSE (regressor)."""
+    check_task_data(data)
+    return metrics_from_probs(predict(model, data, batch_size), data["labels"])
+
+
+def _loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    if logits.shape[-1] == 1:
+        return F.mse_loss(logits.squeeze(-1).float(), labels.float())
+    return F.cross_entropy(logits.float(), labels.long())
+
+
+def finetune(
+    model: nn.Module,
+    train: dict,
+    validation: dict,
+    config: FinetuneConfig,
+    *,
+    progress: bool | None = None,
+) -> FinetuneResult:
+    """Fine-tune a classifier in place; the best-on-validation weights are restored at the end."""
+    if not isinstance(config, FinetuneConfig):
+        raise TypeError("config must be a FinetuneConfig")
+    n = check_task_data(train, "train")
+    check_task_data(validation, "validation")
+    regression = model.config.num_labels == 1
+    if regression != (config.metric in ("pearson", "spearman")):
+        raise ValueError(
+            f"metric {config.metric!r} does not fit a model with num_labels={model.config.num_labels}"
+        )
+    if progress is None:
+        progress = sys.stdout.isatty()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model.to(device).train()
+    torch.manual_seed(config.seed)  # dropout
+    gen = torch.Generator().manual_seed(config.seed)
+    per_epoch = math.ceil(n / config.batch_size)
+    total = config.max_steps or config.epochs * per_epoch
+    eval_every = config.eval_every or per_epoch
+    optimizer = torch.optim.AdamW(param_groups(model, config.weight_decay), lr=config.lr,
+                                  fused=device.type in ("cpu", "cuda"))
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_frac * total), total)
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=total, desc="finetune", dynamic_ncols=True)
+    history, best, best_step, best_state, bad_evals = [], -math.inf, 0, None, 0
+    t0, step, running = time.perf_counter(), 0, 0.0
+    order = torch.randperm(n, generator=gen)
+    pos = 0
+    while step < total:
+        if pos >= n:
+            order, pos = torch.randperm(n, generator=gen), 0
+        idx = order[pos:pos + config.batch_size]
+        pos += config.batch_size
+        with _autocast(device, config.bf16):
+            logits = model(**_slice(train, idx, device)).logits
+        loss = _loss(logits, train["labels"][idx].to(device))
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"non-finite fine-tuning loss at step {step + 1}")
+        loss.backward()
+        if config.grad_clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        running += float(loss.detach())
+        if bar is not None:
+            bar.update(1)
+        if step % eval_every == 0 or step == total:
+            scores = evaluate(model, validation, config.eval_batch_size)
+            model.train()
+            row = {"step": step, "epoch": step / per_epoch, "train_loss": running / eval_every,
+                   **{f"val_{k}": v for k, v in scores.items()},
+                   "wall_s": time.perf_counter() - t0}
+            history.append(row)
+            running = 0.0
+            if bar is not None:
+                bar.set_postfix({config.metric: round(scores[config.metric], 4)})
+            elif not progress:
+                print(f"step {step}/{total} | loss {row['train_loss']:.4f} | "
+                      f"val {config.metric} {scores[config.metric]:.4f}", flush=True)
+            if scores[config.metric] > best:
+                best, best_step, bad_evals = scores[config.metric], step, 0
+                best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
+            else:
+                bad_evals += 1
+                if config.patience is not None and bad_evals >= config.patience:
+                    break
+    if bar is not None:
+        bar.close()
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    model.eval()
+    probs = predict(model, validation, config.eval_batch_size, config.bf16)
+    return FinetuneResult(
+        best_metric=best, best_step=best_step, steps=step,
+        validation=metrics_from_probs(probs, validation["labels"]), validation_probs=probs,
+        history=history, wall_s=time.perf_counter() - t0,
+    )

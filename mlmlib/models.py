@@ -1,0 +1,360 @@
+"""BERT and ELECTRA models built from transformers configs: tiny by default, hub names at paper scale."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+from transformers import (
+    BertConfig,
+    BertForMaskedLM,
+    BertForSequenceClassification,
+    ElectraConfig,
+    ElectraForMaskedLM,
+    ElectraForPreTraining,
+    ElectraForSequenceClassification,
+    PreTrainedModel,
+)
+
+ATTENTION = "sdpa"  # PyTorch's fused scaled-dot-product attention, on CPU and GPU
+
+
+@dataclass
+class ModelSize:
+    """Shape of a small transformer encoder; `intermediate` defaults to 4 * hidden."""
+
+    vocab_size: int
+    hidden: int = 128
+    layers: int = 2
+    heads: int = 2
+    intermediate: int | None = None
+    max_len: int = 128
+    dropout: float = 0.1
+    embedding_size: int | None = None  # ELECTRA factorised embeddings; None -> hidden
+    pad_id: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "hidden", "layers", "heads", "max_len"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"ModelSize.{name} must be a positive int, got {getattr(self, name)!r}")
+        if self.hidden % self.heads:
+            raise ValueError(
+                f"ModelSize.hidden ({self.hidden}) must be divisible by heads ({self.heads})"
+            )
+        if self.intermediate is None:
+            self.intermediate = 4 * self.hidden
+        if self.intermediate < 1:
+            raise ValueError(f"ModelSize.intermediate must be >= 1, got {self.intermediate}")
+        if self.embedding_size is not None and self.embedding_size < 1:
+            raise ValueError(f"ModelSize.embedding_size must be >= 1 or None, got {self.embedding_size}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"ModelSize.dropout must be in [0, 1), got {self.dropout}")
+        if not 0 <= self.pad_id < self.vocab_size:
+            raise ValueError(f"ModelSize.pad_id must be in [0, vocab_size), got {self.pad_id}")
+
+
+def _common(size: ModelSize) -> dict:
+    """Config keyword arguments shared by BERT and ELECTRA."""
+    return {
+        "vocab_size": size.vocab_size,
+        "hidden_size": size.hidden,
+        "num_hidden_layers": size.layers,
+        "num_attention_heads": size.heads,
+        "intermediate_size": size.intermediate,
+        "max_position_embeddings": size.max_len,
+        "hidden_dropout_prob": size.dropout,
+        "attention_probs_dropout_prob": size.dropout,
+        "pad_token_id": size.pad_id,
+        "attn_implementation": ATTENTION,
+    }
+
+
+def bert_config(size: ModelSize, **extra) -> BertConfig:
+    """Return the BertConfig of a ModelSize."""
+    if size.embedding_size not in (None, size.hidden):
+        raise ValueError("ModelSize.embedding_size must be None or equal hidden for BERT")
+    return BertConfig(**_common(size), **extra)
+
+
+def electra_config(size: ModelSize, **extra) -> ElectraConfig:
+    """Return the ElectraConfig of a ModelSize."""
+    return ElectraConfig(**_common(size), embedding_size=size.embedding_size or size.hidden, **extra)
+
+
+@contextmanager
+def _seeded(seed: int | None) -> Iterator[None]:
+    """Seed weight init with `seed` without disturbing the caller's global RNG."""
+    if seed is None:
+        yield
+        return
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
+def _check_size(size_or_name) -> None:
+    if not isinstance(size_or_name, (ModelSize, str)):
+        raise TypeError(
+            f"size_or_name must be a ModelSize or a hub model name, got {type(size_or_name).__name__}"
+        )
+
+
+def bert_mlm(size_or_name: ModelSize | str, *, seed: int | None = None) -> BertForMaskedLM:
+    """A BERT masked-LM: freshly initialised from a ModelSize, or pretrained by hub name."""
+    _check_size(size_or_name)
+    if isinstance(size_or_name, str):  # paper scale, needs the network (never in tests)
+        return BertForMaskedLM.from_pretrained(size_or_name, attn_implementation=ATTENTION)
+    with _seeded(seed):
+        return BertForMaskedLM(bert_config(size_or_name))
+
+
+def _encoder_state(from_encoder, prefix: str) -> dict[str, torch.Tensor]:
+    """Encoder weights (keys under `prefix.`) from a model, a state dict or a save_model folder."""
+    if isinstance(from_encoder, (str, Path)):
+        from_encoder = load_state(from_encoder)
+    if isinstance(from_encoder, ElectraPair):
+        from_encoder = from_encoder.discriminator
+    state = from_encoder.state_dict() if isinstance(from_encoder, nn.Module) else dict(from_encoder)
+    out = {k: v for k, v in state.items() if k.startswith(prefix + ".")}
+    if not out:
+        raise ValueError(f"from_encoder holds no '{prefix}.*' weights to initialise the encoder from")
+    return out
+
+
+def _load_encoder(model: PreTrainedModel, from_encoder, prefix: str) -> None:
+    """Copy pretrained encoder weights into a classifier; only its new head stays random."""
+    state = _encoder_state(from_encoder, prefix)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [k for k in missing if k.startswith(prefix + ".") and ".pooler." not in k]
+    if missing or unexpected:
+        raise ValueError(
+            f"from_encoder does not match the classifier: missing {missing[:5]}, unexpected {unexpected[:5]}"
+        )
+
+
+def bert_classifier(
+    size_or_name: ModelSize | str,
+    num_labels: int,
+    from_encoder: nn.Module | dict | str | Path | None = None,
+    *,
+    seed: int | None = None,
+) -> BertForSequenceClassification:
+    """A BERT sequence classifier (num_labels=1: regression), its encoder optionally pretrained.
+
+    `from_encoder` is a BertForMaskedLM (or any model with `bert.*` weights), its state dict,
+    or a folder written by `save_model`; the pooler and the classification head stay random.
+    """
+    _check_size(size_or_name)
+    if not isinstance(num_labels, int) or num_labels < 1:
+        raise ValueError(f"num_labels must be an int >= 1, got {num_labels!r}")
+    if isinstance(size_or_name, str):
+        model = BertForSequenceClassification.from_pretrained(
+            size_or_name, num_labels=num_labels, attn_implementation=ATTENTION
+        )
+    else:
+        with _seeded(seed):
+            model = BertForSequenceClassification(bert_config(size_or_name, num_labels=num_labels))
+    if from_encoder is not None:
+        _load_encoder(model, from_encoder, "bert")
+    return model
+
+
+def electra_classifier(
+    size_or_name: ModelSize | str,
+    num_labels: int,
+    from_encoder: nn.Module | dict | str | Path | None = None,
+    *,
+    seed: int | None = None,
+) -> ElectraForSequenceClassification:
+    """An ELECTRA sequence classifier, its encoder optionally from a pretrained discriminator.
+
+    `from_encoder` is an ElectraPair (its discriminator is used, as in ELECTRA), an
+    ElectraForPreTraining, a state dict with `electra.*` keys, or a `save_model` folder.
+    """
+    _check_size(size_or_name)
+    if not isinstance(num_labels, int) or num_labels < 1:
+        raise ValueError(f"num_labels must be an int >= 1, got {num_labels!r}")
+    if isinstance(size_or_name, str):
+        model = ElectraForSequenceClassification.from_pretrained(
+            size_or_name, num_labels=num_labels, attn_implementation=ATTENTION
+        )
+    else:
+        with _seeded(seed):
+            model = ElectraForSequenceClassification(
+                electra_config(size_or_name, num_labels=num_labels)
+            )
+    if from_encoder is not None:
+        if isinstance(from_encoder, (str, Path)):
+            state = load_state(from_encoder)
+            # a saved ElectraPair keeps the discriminator under "discriminator."
+            if any(k.startswith("discriminator.") for k in state):
+                state = {k[len("discriminator."):]: v for k, v in state.items()
+                         if k.startswith("discriminator.")}
+            from_encoder = state
+        _load_encoder(model, from_encoder, "electra")
+    return model
+
+
+class ElectraPair(nn.Module):
+    """ELECTRA's generator (masked LM) and discriminator (replaced-token detection), embeddings tied."""
+
+    def __init__(self, generator: ElectraForMaskedLM, discriminator: ElectraForPreTraining) -> None:
+        super().__init__()
+        self.generator = generator
+        self.discriminator = discriminator
+        # As in ELECTRA: one embedding module (tokens, positions, types, its LayerNorm) for both;
+        # the generator's output projection stays tied to the shared token embeddings.
+        generator.electra.embeddings = discriminator.electra.embeddings
+        generator.generator_lm_head.weight = discriminator.electra.embeddings.word_embeddings.weight
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        """The shared token embedding layer."""
+        return self.discriminator.get_input_embeddings()
+
+    @property
+    def config(self) -> ElectraConfig:
+        """The discriminator's config (the model that is fine-tuned)."""
+        return self.discriminator.config
+
+
+def electra(
+    size_or_name: ModelSize | str,
+    generator_fraction: float = 0.25,
+    *,
+    seed: int | None = None,
+    generator_name: str | None = None,
+) -> ElectraPair:
+    """An ELECTRA generator + discriminator pair; the generator is `generator_fraction` as wide.
+
+    With a hub name (e.g. google/electra-small-discriminator) the discriminator is loaded
+    pretrained and the generator from `generator_name` (default: the matching -generator).
+    """
+    _check_size(size_or_name)
+    if isinstance(size_or_name, str):
+        gen_name = generator_name or size_or_name.replace("-discriminator", "-generator")
+        disc = ElectraForPreTraining.from_pretrained(size_or_name, attn_implementation=ATTENTION)
+        gen = ElectraForMaskedLM.from_pretrained(gen_name, attn_implementation=ATTENTION)
+        return ElectraPair(gen, disc)
+    if not isinstance(generator_fraction, (int, float)) or not 0 < generator_fraction <= 1:
+        raise ValueError(f"generator_fraction must be in (0, 1], got {generator_fraction!r}")
+    size = size_or_name
+    gen_hidden = max(1, round(size.hidden * generator_fraction))
+    gen_heads = max(1, round(size.heads * generator_fraction))
+    while gen_hidden % gen_heads:  # keep the head size whole
+        gen_heads -= 1
+    gen_size = ModelSize(
+        vocab_size=size.vocab_size,
+        hidden=gen_hidden,
+        layers=size.layers,  # same depth, as in ELECTRA
+        heads=gen_heads,
+        intermediate=max(1, round(size.intermediate * generator_fraction)),
+        max_len=size.max_len,
+        dropout=size.dropout,
+        embedding_size=size.embedding_size or size.hidden,  # tied embeddings share one width
+        pad_id=size.pad_id,
+    )
+    with _seeded(seed):
+        disc = ElectraForPreTraining(electra_config(size))
+        gen = ElectraForMaskedLM(electra_config(gen_size))
+    return ElectraPair(gen, disc)
+
+
+# ---- final weights: safetensors + config JSON, for a pretrained base shared across runs ----
+
+WEIGHTS = "model.safetensors"
+CONFIG = "mlmlib_model.json"
+
+
+def save_model(model: nn.Module, path: str | Path) -> Path:
+    """Save weights (safetensors) and what is needed to rebuild the model (JSON), atomically."""
+    from safetensors.torch import save_model as st_save
+
+    from mlmlib.atomic import atomic_path, write_json
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    if isinstance(model, ElectraPair):
+        meta = {
+            "kind": "electra_pair",
+            "generator": model.generator.config.to_dict(),
+            "discriminator": model.discriminator.config.to_dict(),
+        }
+    elif isinstance(model, PreTrainedModel):
+        meta = {"kind": type(model).__name__, "config": model.config.to_dict()}
+    else:
+        raise TypeError(f"save_model needs a transformers model or ElectraPair, got {type(model).__name__}")
+    with atomic_path(path / WEIGHTS) as tmp:
+        st_save(model, str(tmp))  # handles the tied (shared) tensors
+    write_json(path / CONFIG, meta)
+    return path
+
+
+_CLASSES = {
+    cls.__name__: cls
+    for cls in (
+        BertForMaskedLM,
+        BertForSequenceClassification,
+        ElectraForMaskedLM,
+        ElectraForPreTraining,
+        ElectraForSequenceClassification,
+    )
+}
+
+
+def load_state(path: str | Path) -> dict[str, torch.Tensor]:
+    """Read the raw weights a `save_model` folder holds."""
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    file = path / WEIGHTS if path.is_dir() else path
+    if not file.exists():
+        raise FileNotFoundError(f"{file}: no saved weights (write them with save_model)")
+    return load_file(str(file))
+
+
+def load_model(path: str | Path) -> nn.Module:
+    """Rebuild a model saved by `save_model` and load its weights."""
+    import json
+
+    from safetensors.torch import load_model as st_load
+
+    path = Path(path)
+    meta_file = path / CONFIG
+    if not meta_file.exists():
+        raise FileNotFoundError(f"{meta_file}: not a folder written by save_model")
+    meta = json.loads(meta_file.read_text())
+    if meta["kind"] == "electra_pair":
+        gen = ElectraForMaskedLM(_config(ElectraConfig, meta["generator"]))
+        disc = ElectraForPreTraining(_config(ElectraConfig, meta["discriminator"]))
+        model: nn.Module = ElectraPair(gen, disc)
+    elif meta["kind"] in _CLASSES:
+        cls = _CLASSES[meta["kind"]]
+        model = cls(_config(cls.config_class, meta["config"]))
+    else:
+        raise ValueError(f"{meta_file}: unknown model kind {meta['kind']!r}")
+    st_load(model, str(path / WEIGHTS), strict=True)
+    return model
+
+
+def _config(cls, values: dict):
+    """Rebuild a config from its dict, keeping SDPA attention."""
+    config = cls.from_dict(values)
+    config._attn_implementation = ATTENTION
+    return config
+
+
+def describe(model: nn.Module) -> dict:
+    """Parameter counts (all and without token embeddings): inputs for FLOP estimates."""
+    params = {id(p): p for p in model.parameters()}  # count tied tensors once
+    total = sum(p.numel() for p in params.values())
+    emb = model.get_input_embeddings().weight.numel()
+    return {"params": total, "params_nonembedding": total - emb}
+
+
+def size_dict(size: ModelSize) -> dict:
+    """A ModelSize as a plain dict (for records)."""
+    return asdict(size)

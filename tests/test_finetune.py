@@ -1,0 +1,65 @@
+"""Fine-tuning: learns a separable task, restores the best weights, metrics, validation."""
+
+import numpy as np
+import pytest
+import torch
+
+from mlmlib.finetune import FinetuneConfig, evaluate, finetune, metrics_from_probs, predict
+from mlmlib.models import ModelSize, bert_classifier
+
+SIZE = ModelSize(vocab_size=40, hidden=32, layers=1, heads=2, max_len=16, dropout=0.0)
+
+
+def task(n, seed, regression=False):
+    """Label = whether token 7 occurs (ids 5..39 otherwise); regression: its count."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(8, 40, (n, 12), generator=g)
+    labels = torch.randint(0, 2, (n,), generator=g)
+    pos = torch.randint(1, 12, (n,), generator=g)
+    ids[labels == 1, pos[labels == 1]] = 7
+    ids[:, 0] = 2
+    attention = torch.ones_like(ids)
+    attention[::3, 9:] = 0
+    ids[attention == 0] = 0
+    ids[labels == 1, pos[labels == 1].clamp(max=8)] = 7  # keep the cue inside the real tokens
+    y = labels.float() if regression else labels
+    return {"input_ids": ids, "attention_mask": attention, "labels": y}
+
+
+def test_finetune_beats_chance_and_restores_best():
+    train, val = task(256, 0), task(128, 1)
+    model = bert_classifier(SIZE, 2, seed=0)
+    result = finetune(model, train, val, FinetuneConfig(epochs=6, batch_size=32, lr=3e-3,
+                                                        eval_every=8, seed=0))
+    assert result.best_metric > 0.9
+    assert result.validation["accuracy"] == pytest.approx(result.best_metric)
+    assert evaluate(model, val)["accuracy"] == pytest.approx(result.best_metric)
+    assert result.validation_probs.shape == (128, 2)
+    np.testing.assert_allclose(result.validation_probs.sum(1), 1.0, rtol=1e-5)
+    assert {"step", "train_loss", "val_accuracy", "val_f1", "val_matthews"} <= result.history[0].keys()
+
+
+def test_early_stopping_and_regression():
+    train, val = task(128, 2, regression=True), task(64, 3, regression=True)
+    model = bert_classifier(SIZE, 1, seed=0)
+    result = finetune(model, train, val, FinetuneConfig(max_steps=200, eval_every=2, lr=1e-7,
+                                                        patience=2, metric="pearson"))
+    assert result.steps < 200  # a tiny lr cannot improve for long: stopped early
+    assert {"pearson", "spearman", "mse"} <= result.validation.keys()
+    assert predict(model, val).shape == (64, 1)
+
+
+def test_metrics_and_validation():
+    probs = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]])
+    m = metrics_from_probs(probs, [0, 1, 1, 1])
+    assert m["accuracy"] == 0.75 and 0 < m["f1"] < 1
+    with pytest.raises(ValueError, match="metric"):
+        FinetuneConfig(metric="auc")
+    with pytest.raises(ValueError, match="patience"):
+        FinetuneConfig(patience=0)
+    model = bert_classifier(SIZE, 2)
+    with pytest.raises(ValueError, match="num_labels"):
+        finetune(model, task(8, 0), task(8, 1), FinetuneConfig(metric="pearson"))
+    with pytest.raises(ValueError, match="labels"):
+        finetune(model, {"input_ids": torch.zeros(2, 3, dtype=torch.long),
+                         "attention_mask": torch.ones(2, 3)}, task(8, 1), FinetuneConfig())

@@ -1,0 +1,78 @@
+"""Model builders: sizes, ELECTRA pairs, classifiers from pretrained encoders, save/load."""
+
+import pytest
+import torch
+
+from mlmlib.models import (
+    ModelSize,
+    bert_classifier,
+    bert_mlm,
+    electra,
+    electra_classifier,
+    load_model,
+    save_model,
+)
+
+SIZE = ModelSize(vocab_size=60, hidden=32, layers=2, heads=2, max_len=32)
+
+
+def test_size_defaults_and_validation():
+    assert SIZE.intermediate == 128
+    with pytest.raises(ValueError, match="heads"):
+        ModelSize(vocab_size=60, hidden=30, heads=4)
+    with pytest.raises(ValueError, match="vocab_size"):
+        ModelSize(vocab_size=0)
+    with pytest.raises(ValueError, match="dropout"):
+        ModelSize(vocab_size=60, dropout=1.0)
+    with pytest.raises(TypeError, match="size_or_name"):
+        bert_mlm(60)
+
+
+def test_bert_uses_sdpa_and_seed():
+    a, b = bert_mlm(SIZE, seed=3), bert_mlm(SIZE, seed=3)
+    assert a.config._attn_implementation == "sdpa"
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+
+
+def test_electra_pair_shapes_and_tied_embeddings():
+    pair = electra(SIZE, generator_fraction=0.25, seed=0)
+    gen, disc = pair.generator, pair.discriminator
+    assert gen.config.hidden_size == 8 and gen.config.num_hidden_layers == SIZE.layers
+    assert disc.config.hidden_size == 32
+    shared = disc.electra.embeddings.word_embeddings.weight
+    assert gen.electra.embeddings.word_embeddings.weight is shared
+    assert gen.generator_lm_head.weight is shared
+    for bad in (0.0, 1.5, -0.25):
+        with pytest.raises(ValueError, match="generator_fraction"):
+            electra(SIZE, generator_fraction=bad)
+
+
+def test_save_load_roundtrip(tmp_path):
+    pair = electra(SIZE, seed=1)
+    save_model(pair, tmp_path / "pair")
+    back = load_model(tmp_path / "pair")
+    for (k, x), y in zip(pair.state_dict().items(), back.state_dict().values()):
+        assert torch.equal(x, y), k
+    assert back.generator.generator_lm_head.weight is back.get_input_embeddings().weight
+    mlm = bert_mlm(SIZE, seed=2)
+    save_model(mlm, tmp_path / "bert")
+    assert torch.equal(load_model(tmp_path / "bert").cls.predictions.bias, mlm.cls.predictions.bias)
+
+
+def test_classifier_from_encoder(tmp_path):
+    mlm = bert_mlm(SIZE, seed=4)
+    clf = bert_classifier(SIZE, 3, from_encoder=mlm, seed=0)
+    assert torch.equal(clf.bert.encoder.layer[1].output.dense.weight,
+                       mlm.bert.encoder.layer[1].output.dense.weight)
+    save_model(mlm, tmp_path / "m")
+    clf2 = bert_classifier(SIZE, 3, from_encoder=tmp_path / "m", seed=0)
+    assert torch.equal(clf2.bert.embeddings.word_embeddings.weight,
+                       mlm.bert.embeddings.word_embeddings.weight)
+    pair = electra(SIZE, seed=5)
+    eclf = electra_classifier(SIZE, 2, from_encoder=pair)
+    assert torch.equal(eclf.electra.encoder.layer[0].attention.self.query.weight,
+                       pair.discriminator.electra.encoder.layer[0].attention.self.query.weight)
+    with pytest.raises(ValueError, match="from_encoder"):
+        bert_classifier(SIZE, 2, from_encoder=pair)  # no bert.* weights
+    with pytest.raises(ValueError, match="num_labels"):
+        bert_classifier(SIZE, 0)

@@ -1,0 +1,208 @@
+"""The pretraining loop: exact losses, ELECTRA labels, hook weights, resume, errors."""
+
+import pytest
+import torch
+
+from mlmlib.masking import mask_tokens
+from mlmlib.models import ModelSize, bert_mlm, electra
+from mlmlib.pretrain import HookOutput, Objective, PretrainConfig, masked_lm_logits, pretrain
+
+V, MASK, NSPEC = 50, 4, 5
+SIZE = ModelSize(vocab_size=V, hidden=32, layers=1, heads=2, max_len=32)
+
+
+def make_data(n=64, length=16, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(NSPEC, V, (n, length), generator=g)
+    ids[:, 0] = 2
+    attention = torch.ones(n, length, dtype=torch.long)
+    attention[: n // 4, length - 5:] = 0  # some right padding
+    ids[attention == 0] = 0
+    return {"input_ids": ids, "attention_mask": attention}
+
+
+def cfg(**kw):
+    base = {"steps": 6, "batch_size": 8, "log_every": 2, "lr": 1e-3, "warmup_frac": 0.0}
+    return PretrainConfig(**(base | kw))
+
+
+def fixed_batch(data, prob=0.3):
+    ids, attention = data["input_ids"][:8], data["attention_mask"][:8]
+    special = (attention == 0) | (ids < NSPEC)
+    corrupted, masked = mask_tokens(ids, prob, generator=torch.Generator().manual_seed(0),
+                                    mask_id=MASK, vocab_size=V, special_mask=special,
+                                    num_special=NSPEC)
+    return ids, attention, corrupted, masked
+
+
+@pytest.mark.parametrize("kind", ["bert", "electra_generator"])
+def test_masked_loss_equals_hf_loss(kind):
+    data = make_data()
+    model = bert_mlm(SIZE, seed=0) if kind == "bert" else electra(SIZE, seed=0).generator
+    model.eval()
+    ids, attention, corrupted, masked = fixed_batch(data)
+    labels = ids.masked_fill(~masked, -100)
+    hf = model(input_ids=corrupted, attention_mask=attention, labels=labels).loss
+    ours = torch.nn.functional.cross_entropy(
+        masked_lm_logits(model, corrupted, attention, masked), ids[masked])
+    torch.testing.assert_close(ours, hf, rtol=1e-5, atol=1e-6)
+
+
+def test_mlm_learns_and_logs():
+    torch.manual_seed(0)
+    data = make_data(n=64)
+    data["input_ids"][:, 1:] = data["input_ids"][:, :1].clone() * 0 + 7  # one predictable token
+    data["input_ids"][data["attention_mask"] == 0] = 0
+    history = pretrain(bert_mlm(SIZE, seed=0), data, cfg(steps=30, log_every=10, lr=3e-3),
+                       mask_id=MASK, num_special=NSPEC)
+    assert [r["step"] for r in history] == [10, 20, 30]
+    assert {"loss", "acc", "lr", "tokens_seen", "tokens_per_s", "wall_s"} <= history[-1].keys()
+    assert history[-1]["acc"] > 0.9 and history[-1]["loss"] < history[0]["loss"]
+
+
+def test_electra_labels_are_exact_match():
+    data = make_data()
+    seen = []
+
+    def hook(step):
+        seen.append((step.input_ids, step.corrupted_ids, step.masked, step.samples, step.targets))
+        return HookOutput(stats={"n": float(step.masked.sum())})
+
+    history = pretrain(electra(SIZE, seed=0), data, cfg(objective="electra", steps=2),
+                       mask_id=MASK, num_special=NSPEC, hook=hook)
+    assert {"gen_acc", "disc_acc", "replaced_frac", "n"} <= history[-1].keys()
+    for ids, disc_input, masked, samples, targets in seen:
+        assert torch.equal(disc_input[~masked], ids[~masked])
+        assert torch.equal(disc_input[masked], samples)
+        assert torch.equal(targets, ids[masked])
+
+    # Explicit exact-match labels through the hook give the very same run.
+    def relabel(step):
+        return HookOutput(disc_labels=(step.corrupted_ids != step.input_ids).float(),
+                          disc_weights=torch.full(step.input_ids.shape, 2.0))
+
+    again = pretrain(electra(SIZE, seed=0), data, cfg(objective="electra", steps=2),
+                     mask_id=MASK, num_special=NSPEC, hook=relabel)
+    assert again[-1]["loss"] == history[-1]["loss"]
+
+
+def test_hook_zero_weight_gives_zero_gradient():
+    data = make_data()
+    model = bert_mlm(SIZE, seed=0)
+    model.eval()
+    ids, attention, corrupted, masked = fixed_batch(data)
+    captured = {}
+
+    def hook(step):
+        step.logits.retain_grad()
+        captured["logits"] = step.logits
+        weights = torch.ones(step.targets.shape[0])
+        weights[::2] = 0.0
+        return HookOutput(mlm_weights=weights)
+
+    objective = Objective(model, cfg(), hook)
+    loss, _ = objective(1, ids, attention, corrupted, masked)
+    loss.backward()
+    grad = captured["logits"].grad
+    assert (grad[::2] == 0).all() and (grad[1::2].abs().sum(1) > 0).all()
+    # normalised by the kept weight: equals the plain mean over the kept positions
+    kept = torch.nn.functional.cross_entropy(captured["logits"][1::2], ids[masked][1::2])
+    torch.testing.assert_close(loss, kept)
+
+
+def test_resume_after_kill_is_bit_identical(tmp_path):
+    data = make_data()
+    for objective, make in (("mlm", lambda: bert_mlm(SIZE, seed=0)),
+                            ("electra", lambda: electra(SIZE, seed=0))):
+        config = cfg(objective=objective, steps=10, checkpoint_every=4, log_every=3)
+        model_a = make()
+        full = pretrain(model_a, data, config, mask_id=MASK, num_special=NSPEC)
+
+        def kill(step):
+            if step.step == 7:
+                raise KeyboardInterrupt("killed")
+
+        ckdir = tmp_path / objective
+        with pytest.raises(KeyboardInterrupt):
+            pretrain(make(), data, config, mask_id=MASK, num_special=NSPEC, hook=kill,
+                     checkpoint_dir=ckdir)
+        model_b = make()
+        resumed = pretrain(model_b, data, config, mask_id=MASK, num_special=NSPEC,
+                           checkpoint_dir=ckdir)
+        drop = ("tokens_per_s", "wall_s")
+        assert [{k: v for k, v in r.items() if k not in drop} for r in resumed] == \
+            [{k: v for k, v in r.items() if k not in drop} for r in full]
+        for (name, a), b in zip(model_a.state_dict().items(), model_b.state_dict().values()):
+            assert torch.equal(a, b), name
+        # a finished run resumes to its end without training again
+        model_c = make()
+        assert pretrain(model_c, data, config, mask_id=MASK, num_special=NSPEC,
+                        checkpoint_dir=ckdir) == resumed
+        assert torch.equal(model_c.get_input_embeddings().weight, model_a.get_input_embeddings().weight)
+
+
+def test_mismatched_checkpoint_raises(tmp_path):
+    data = make_data()
+    pretrain(bert_mlm(SIZE, seed=0), data, cfg(steps=2, checkpoint_every=2), mask_id=MASK,
+             checkpoint_dir=tmp_path)
+    with pytest.raises(ValueError, match="config.lr"):
+        pretrain(bert_mlm(SIZE, seed=0), data, cfg(steps=2, checkpoint_every=2, lr=5e-3),
+                 mask_id=MASK, checkpoint_dir=tmp_path)
+
+
+def test_nan_loss_names_the_step():
+    def poison(step):
+        if step.step == 3:
+            return HookOutput(extra_loss=torch.tensor(float("nan")))
+
+    with pytest.raises(FloatingPointError, match="step 3"):
+        pretrain(bert_mlm(SIZE, seed=0), make_data(), cfg(), mask_id=MASK, hook=poison)
+
+
+def test_selective_and_whole_word_inputs():
+    data = make_data()
+    prob = torch.zeros(data["input_ids"].shape)
+    prob[:, 3] = 1.0  # only position 3 may be masked
+    seen = []
+    data_sel = data | {"mask_prob": prob}
+    pretrain(bert_mlm(SIZE, seed=0), data_sel, cfg(steps=2), mask_id=MASK,
+             num_special=NSPEC, hook=lambda s: seen.append(s.masked.clone()))
+    assert all(m[:, 3].all() and m.sum() == m.shape[0] for m in seen)
+    word_ids = torch.arange(16).div(2, rounding_mode="floor").repeat(64, 1)
+    word_ids[data["attention_mask"] == 0] = -1
+    word_ids[:, 0] = -1
+    seen.clear()
+    pretrain(bert_mlm(SIZE, seed=0), data | {"word_ids": word_ids}, cfg(steps=2, whole_word=True,
+             mask_rate=0.3), mask_id=MASK, num_special=NSPEC,
+             hook=lambda s: seen.append(s.masked.clone()))
+    assert all(torch.equal(m[:, 2::2], m[:, 3::2][:, : m[:, 2::2].shape[1]]) for m in seen)
+
+
+@pytest.mark.parametrize("bad", [{"objective": "gan"}, {"mask_rate": 0.0}, {"mask_rate": 1.2},
+                                 {"split": (0.9, 0.2, 0.0)}, {"steps": 0}, {"bf16": "yes"}])
+def test_bad_config(bad):
+    with pytest.raises(ValueError):
+        cfg(**bad)
+
+
+def test_bad_inputs():
+    data = make_data()
+    with pytest.raises(ValueError, match="ElectraPair"):
+        pretrain(bert_mlm(SIZE), data, cfg(objective="electra"), mask_id=MASK)
+    with pytest.raises(ValueError, match="batch_size"):
+        pretrain(bert_mlm(SIZE), data, cfg(batch_size=1000), mask_id=MASK)
+    with pytest.raises(ValueError, match="word_ids"):
+        pretrain(bert_mlm(SIZE), data, cfg(whole_word=True), mask_id=MASK)
+    with pytest.raises(ValueError, match="mask_id"):
+        pretrain(bert_mlm(SIZE), data, cfg(), mask_id=V)
+
+
+def test_sampler_matches_softmax():
+    from mlmlib.pretrain import sample_logits
+
+    logits = torch.tensor([[0.0, 1.0, 2.0, -30.0]]).repeat(40000, 1)
+    samples = sample_logits(logits, 1.0, torch.Generator().manual_seed(0))
+    freq = torch.bincount(samples, minlength=4) / len(samples)
+    torch.testing.assert_close(freq, torch.softmax(logits[0], 0), atol=0.01, rtol=0)
+    hot = sample_logits(logits, 0.01, torch.Generator().manual_seed(0))
+    assert (hot == 2).all()
