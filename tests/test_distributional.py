@@ -1,0 +1,160 @@
+"""Paper A's synthetic experiment: controls, convergence check, early errors, analysis helpers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from mlmlib import distributional as dist
+from mlmlib.data import synthetic as syn
+
+TINY = {"n_sets": 12, "n_states": 60, "n_patterns": 2, "pattern_length": 2, "pattern_set_size": 1,
+            "corpus_size": 64, "corpus_length": 16, "hidden": 16, "layers": 1, "heads": 2, "max_len": 40,
+            "steps": 5, "batch_size": 8}
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    """A private cache folder, so tests never see (or leave) real pretrained models."""
+    monkeypatch.setenv("MLMLIB_WORK", str(tmp_path))
+    return tmp_path
+
+
+def test_encode_adds_cls_and_keeps_tokens():
+    tokens = np.array([[0, 5, 23], [1, 2, 3]])
+    data = dist.encode(tokens, n_sets=12, labels=np.array([0, 1]))
+    ids = dist.special_ids(12)
+    assert data["input_ids"][:, 0].tolist() == [ids["cls"]] * 2
+    assert data["input_ids"][:, 1:].tolist() == tokens.tolist()
+    assert data["special_tokens_mask"][:, 0].tolist() == [1, 1] and data["special_tokens_mask"][:, 1:].sum() == 0
+    assert dist.vocab_size(12) == 27 and len(set(ids.values())) == 3 and min(ids.values()) == 24
+    with pytest.raises(ValueError, match="alphabets"):
+        dist.encode(np.array([[24]]), n_sets=12)
+
+
+def test_shuffled_weights_keep_values_and_change_order():
+    g = torch.Generator().manual_seed(0)
+    state = {"w": torch.randn(8, 5, generator=g), "b": torch.randn(7, generator=g),
+             "ids": torch.arange(6)}
+    out = dist.shuffle_weights(state, seed=1)
+    for name in ("w", "b"):
+        assert out[name].shape == state[name].shape
+        assert torch.equal(out[name].flatten().sort().values, state[name].flatten().sort().values)
+        assert not torch.equal(out[name], state[name])
+    assert torch.equal(out["ids"], state["ids"])  # integer buffers are not weights
+    assert torch.equal(dist.shuffle_weights(state, seed=1)["w"], out["w"])  # seeded
+
+
+def test_shuffled_model_is_built_from_permuted_pretrained_weights(work):
+    setup = dist.Setup(**TINY)
+    folder = dist.pretrain_mlm(setup, "mix", progress=False)
+    from mlmlib.models import load_state
+
+    state = load_state(folder / "model")
+    clf = dist.build_classifier("shuffled", setup, seed=3, pretrained={"mix": folder})
+    w = clf.bert.encoder.layer[0].attention.self.query.weight.detach()
+    ref = state["bert.encoder.layer.0.attention.self.query.weight"]
+    assert torch.equal(w.flatten().sort().values, ref.flatten().sort().values)
+    assert not torch.equal(w, ref)
+    same = dist.build_classifier("with", setup, seed=3, pretrained={"mix": folder})
+    assert torch.equal(same.bert.encoder.layer[0].attention.self.query.weight.detach(), ref)
+
+
+def test_cbow_puts_synonyms_closer_in_mix():
+    lang = syn.make_language(syn.LanguageConfig(n_sets=20, n_states=100, n_patterns=2,
+                                                pattern_length=2, pattern_set_size=1, seed=0))
+    tokens = syn.pretraining_corpus(lang, "mix", 400, 32, seed=1)
+    vectors = dist.cbow_embeddings(tokens, 20, dim=16, window=2, epochs=10, seed=0)
+    assert vectors.shape == (40, 16)
+    sims = dist.synonym_similarity(vectors, 20)
+    assert sims["synonyms"].mean() > sims["random pairs"].mean() + 0.3
+    assert (sims["synonyms"] > sims["random pairs"]).mean() > 0.9
+
+
+def test_cbow_rows_follow_token_ids_not_gensim_order():
+    # token 7 is by far the most frequent, so gensim puts it first in its own matrix
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, 7, size=(200, 12))
+    tokens[:, ::2] = 7
+    vectors = dist.cbow_embeddings(tokens, 4, dim=8, window=2, epochs=2, seed=0)
+    from gensim.models import Word2Vec
+
+    w2v = Word2Vec([[str(t) for t in row] for row in tokens], vector_size=8, window=2,
+                   min_count=1, sg=0, epochs=2, seed=0, workers=1)
+    assert w2v.wv.index_to_key[0] == "7"
+    np.testing.assert_allclose(vectors[7], w2v.wv["7"], rtol=1e-5)
+    np.testing.assert_allclose(vectors[0], w2v.wv["0"], rtol=1e-5)
+
+
+def test_convergence_check_raises_clear_message():
+    history = [{"step": 10, "loss": 4.0}, {"step": 20, "loss": 3.1}]
+    with pytest.raises(dist.NotConvergedError, match=r"'mix' has not converged.*3\.100.*loss_threshold=2\.0"):
+        dist.check_converged(history, 2.0, "mix")
+    assert dist.check_converged(history, 3.5, "mix") == pytest.approx(3.1)
+    with pytest.raises(dist.NotConvergedError):
+        dist.check_converged([{"loss": float("nan")}], 2.0, "shift")
+
+
+def test_sweep_rejects_bad_input_before_training(work):
+    setup = dist.Setup(**TINY)
+    with pytest.raises(ValueError, match="models must be .*'scratch'"):
+        dist.run_sweep(setup, dist.Sweep(models=["scratch", "bert"]), seed=0)
+    with pytest.raises(ValueError, match="test_sets must be .*'A-D1'"):
+        dist.run_sweep(setup, dist.Sweep(models=["scratch"], test_sets=["C-D3"]), seed=0)
+    with pytest.raises(ValueError, match="train_ratios.*larger than the generated pool"):
+        dist.run_sweep(setup, dist.Sweep(models=["scratch"], train_ratios=[0.5, 2.0]), seed=0)
+    with pytest.raises(ValueError, match="bd2_fractions"):
+        dist.run_sweep(setup, dist.Sweep(models=["scratch"], bd2_fractions=[1.5]), seed=0)
+    with pytest.raises(ValueError, match="max_len"):
+        dist.run_sweep(setup, dist.Sweep(models=["scratch"], length=64), seed=0)
+    with pytest.raises(ValueError, match="training size"):
+        dist.training_set(syn.make_language(setup.language()), 10, 8, 11, 0.0, seed=0)
+    # a pretrained arm whose checkpoint was never built: a clear error, nothing trains
+    with pytest.raises(FileNotFoundError, match="no MLM pretrained on 'mix'.*A2_synthetic_pretrain"):
+        dist.run_sweep(setup, dist.Sweep(models=["scratch", "with"], length=16), seed=0)
+    assert not list(work.rglob("model.safetensors"))
+
+
+def test_sweep_refuses_unconverged_pretrained_model(work):
+    setup = dist.Setup(**TINY)
+    dist.pretrain_mlm(setup, "shift", progress=False)  # 5 steps: far from converged
+    with pytest.raises(dist.NotConvergedError, match="'shift' has not converged"):
+        dist.prepare(setup, dist.Sweep(models=["without"], length=16, loss_threshold=0.5))
+
+
+def test_tiny_sweep_rows(work):
+    setup = dist.Setup(**TINY)
+    dist.pretrain_mlm(setup, "mix", progress=False)
+    sweep = dist.Sweep(models=["scratch", "with", "cbow"], train_ratios=[0.5, 1.0], bd2_fractions=[0.0, 0.5],
+                       pool_size=32, valid_size=16, test_size=32, length=16, max_steps=3, eval_every=3,
+                       batch_size=8, loss_threshold=100.0)
+    rows = dist.run_sweep(setup, sweep, seed=0, log=None)
+    assert len(rows) == 3 * 2 * 2 * 4
+    assert {r["test_set"] for r in rows} == set(syn.TEST_SETS)
+    assert all(0 <= r["accuracy"] <= 1 and 0.5 <= r["prior"] <= 1 for r in rows)
+    assert {r["train_size"] for r in rows} == {16, 32}
+
+
+def test_training_set_mixes_bd2_and_is_nested():
+    lang = syn.make_language(syn.LanguageConfig(n_sets=12, n_states=60, n_patterns=2, pattern_length=2,
+                                                pattern_set_size=1))
+    small, _ = dist.training_set(lang, 40, 10, 20, 0.5, seed=0)
+    big, _ = dist.training_set(lang, 40, 10, 40, 0.5, seed=0)
+    assert (small[:10] < 12).all() and (small[10:] >= 12).all()  # 10 A-D1, then 10 B-D2
+    assert np.array_equal(small[:10], big[:10])
+
+
+def test_examples_needed_and_area():
+    sizes, accs = [100, 200, 400, 800], [0.6, 0.7, 0.8, 0.9]
+    assert dist.examples_needed(sizes, accs, 0.75) == pytest.approx(math.sqrt(200 * 400))
+    assert dist.examples_needed(sizes, accs, 0.5) == 100
+    assert dist.examples_needed(sizes, accs, 0.95) == math.inf
+    assert dist.learning_curve_area(sizes, accs) == pytest.approx(0.75)
+    from mlmlib.stats import Interval
+
+    assert dist.verdict_at_most(Interval(0.0, -0.01, 0.01, 3), 0.02) == "reproduced"
+    assert dist.verdict_at_most(Interval(0.1, 0.05, 0.15, 3), 0.02) == "not reproduced"
+    assert dist.verdict_at_most(Interval(0.02, 0.0, 0.04, 3), 0.02) == "not resolved at this scale"
