@@ -21,15 +21,15 @@ def generated_toc(profile: str) -> Path:
     for part in toc.get("parts", []):
         for chapter in part.get("chapters", []):
             chapters[Path(chapter["file"]).stem] = chapter
-    by_notebook: dict[str, list[dict]] = {}
+    by_entry: dict[tuple[str, str], list[dict]] = {}  # one plan entry: notebook and title
     for path in record_paths(profile, root):
         rec = json.loads(path.read_text())
         if not path.with_suffix(".ipynb").exists():
             continue
-        by_notebook.setdefault(rec["notebook"], []).append(rec | {"_path": path})
+        by_entry.setdefault((rec["notebook"], rec["title"]), []).append(rec | {"_path": path})
     order = _plan_order(profile)
-    for notebook in sorted(by_notebook, key=lambda n: order.get(n, len(order))):
-        recs = sorted(by_notebook[notebook], key=lambda r: r["label"])
+    for entry in sorted(by_entry, key=lambda e: order.get(e, len(order))):
+        recs = sorted(by_entry[entry], key=lambda r: r["label"])
         chapter = chapters.get(recs[0].get("chapter")) or chapters.get("about_runs")
         if chapter is None:
             continue
@@ -47,13 +47,14 @@ def generated_toc(profile: str) -> Path:
     return out
 
 
-def _plan_order(profile: str) -> dict[str, int]:
-    """Position of each notebook in the profile's plan (the book follows the plan's order)."""
+def _plan_order(profile: str) -> dict[tuple[str, str], int]:
+    """Position of each (notebook, title) entry in the profile's plan: the book follows it."""
     path = project_root() / "notebooks" / "plans" / f"{profile}.yaml"
     if not path.exists():
         return {}
     entries = yaml.safe_load(path.read_text()).get("notebooks", [])
-    return {e["notebook"]: i for i, e in enumerate(entries) if isinstance(e, dict)}
+    return {(e["notebook"], e.get("title", e["notebook"])): i
+            for i, e in enumerate(entries) if isinstance(e, dict)}
 
 
 def build_book(profile: str, strict: bool = True, output: Path | None = None) -> Path:

@@ -101,6 +101,13 @@ def load_plan(profile: str, only: list[str] | None = None) -> Plan:
         if only and entry.get("notebook") not in only:
             continue
         plan.runs.extend(_expand(entry, where))
+    seen: dict[str, dict] = {}
+    for run in plan.runs:  # two entries of one notebook must not write the same record
+        name = f"{run.notebook}/{run.slug}"
+        if name in seen and seen[name] != run.params:
+            raise PlanError(f"{path}: two runs of {run.notebook} are both named {run.slug!r}; "
+                            "put the parameter that tells them apart in their grid")
+        seen[name] = run.params
     return plan
 
 

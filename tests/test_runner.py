@@ -159,3 +159,11 @@ def test_unknown_profile_lists_the_known_ones(project):
     write_plan(PLAN, name="known")
     with pytest.raises(PlanError, match=r"unknown profile 'nope'.*\['known'\]"):
         load_plan("nope")
+
+
+def test_two_entries_writing_the_same_record_are_rejected(project):
+    root, write_plan = project
+    write_plan("notebooks:\n  - notebook: toy\n    grid: {x: [1]}\n"
+               "  - notebook: toy\n    grid: {x: [1]}\n    params: {items: [3]}\n")
+    with pytest.raises(PlanError, match="both named 'x-1'"):
+        load_plan("p")
