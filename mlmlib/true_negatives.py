@@ -1,0 +1,625 @@
+"""Paper B experiment glue: false negatives in ELECTRA / MLM pretraining, end to end.
+
+`mlmlib.negatives` holds the method (detection, hard correction, soft regularization); this
+module runs the experiment around it:
+- `build_tables`: the correction lookup table for a tokenizer (WordNet or word-vector
+  neighbours) and the held-out WordNet pairs that only the robustness test may use.
+- `NegativesMonitor`: the training-step hook of one arm. It restricts false negatives to
+  whole-word tokens, hands `negatives.make_hook`'s output to the training loop, and logs the
+  discriminator's accuracy on original / replaced / false-negative positions.
+- `pretrain_arm`: pretrain one arm ("electra/shield", "mlm/none", ...) with those statistics.
+- `synonym_test_set`, `prepare_task`, `finetune_and_test`: downstream accuracy and robustness
+  to held-out synonym substitutions.
+- `measure_step_overhead`: interleaved timing of the correction methods against plain training.
+
+Reconstructed choices (the paper body was not available) are parameters and marked as such.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from mlmlib import negatives as neg
+from mlmlib.data.vectors import ALIASES, EMBEDDED_VECTORS, GENSIM_VECTORS
+from mlmlib.finetune import FinetuneConfig, evaluate, finetune
+from mlmlib.models import (
+    ElectraPair,
+    ModelSize,
+    bert_classifier,
+    bert_mlm,
+    electra,
+    electra_classifier,
+)
+from mlmlib.pretrain import HookOutput, MaskedStep, PretrainConfig, pretrain
+from mlmlib.synonyms import SynonymTable, load_synonyms
+
+SYNONYM_SOURCES = ("wordnet", "nltk-wordnet")
+VECTOR_SOURCES = (*EMBEDDED_VECTORS, *GENSIM_VECTORS, *ALIASES)
+SOURCES = (*SYNONYM_SOURCES, *VECTOR_SOURCES)
+OFFLINE_SOURCES = ("wordnet", *EMBEDDED_VECTORS)
+OBJECTIVES = ("electra", "mlm")
+APPLY_TO = ("auto", *neg.APPLY_TO)
+
+
+# --------------------------------------------------------------------------- pretraining data
+
+
+@dataclass
+class CorpusConfig:
+    """Which text and how it is cut into pretraining sequences."""
+
+    tokenizer: str = "embedded-wordpiece-8k"
+    corpus: str = "embedded-english"  # or a hub corpus: openwebtext, wikipedia (network)
+    max_texts: int | None = 20000  # texts drawn (seeded shuffle); None: all
+    max_length: int = 64
+    pack: bool = False  # concatenate texts into full-length chunks (long documents, paper scale)
+    seed: int = 0
+
+
+def pretraining_data(config: CorpusConfig) -> tuple[dict, Any]:
+    """(tensors for `pretrain`, tokenizer); the encoded corpus is cached under its config."""
+    from mlmlib import cache
+    from mlmlib.tokenize import load_tokenizer
+
+    tokenizer = load_tokenizer(config.tokenizer)
+
+    def build(folder):
+        from mlmlib.basemodel import encode_corpus
+        from mlmlib.data import load_corpus
+
+        texts = load_corpus(config.corpus)["train"]
+        order = np.random.default_rng(config.seed).permutation(len(texts))
+        if config.max_texts is not None:
+            order = order[: config.max_texts]
+        texts = texts.select(np.sort(order).tolist())["text"]
+        data = _packed(tokenizer, texts, config.max_length) if config.pack else \
+            encode_corpus(tokenizer, texts, config.max_length)
+        torch.save(data, folder / "data.pt")
+
+    folder = cache.cached("true-negatives-corpus", dataclasses.asdict(config), build)
+    return torch.load(folder / "data.pt"), tokenizer
+
+
+def _packed(tokenizer, texts: Sequence[str], max_length: int) -> dict:
+    """Concatenate the texts' tokens and cut them into [CLS] chunk [SEP] rows of max_length."""
+    ids = [i for enc in tokenizer(list(texts), add_special_tokens=False)["input_ids"] for i in enc]
+    width = max_length - 2
+    n = len(ids) // width
+    body = torch.tensor(ids[: n * width], dtype=torch.long).view(n, width)
+    cls = torch.full((n, 1), tokenizer.cls_token_id)
+    sep = torch.full((n, 1), tokenizer.sep_token_id)
+    input_ids = torch.cat([cls, body, sep], dim=1)
+    special = torch.zeros_like(input_ids)
+    special[:, 0] = special[:, -1] = 1
+    return {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids),
+            "special_tokens_mask": special}
+
+
+# --------------------------------------------------------------------------- lookup tables
+
+
+@dataclass
+class TableConfig:
+    """Where the correction table comes from and how much of WordNet is kept for the test."""
+
+    source: str = "wordnet"  # one of SOURCES; "glove-6b-50d": the word-vector neighbour table
+    heldout_fraction: float = 0.3  # share of WordNet pairs never used by HC (reconstructed)
+    split_seed: int = 0
+    top_k: int = 10  # word-vector neighbours per word (reconstructed)
+    threshold: float = 0.7  # minimum cosine of a neighbour pair (reconstructed)
+
+    def __post_init__(self) -> None:
+        check_source(self.source)
+        if not 0.0 <= self.heldout_fraction < 1.0:
+            raise ValueError(f"heldout_fraction must be in [0, 1), got {self.heldout_fraction!r}")
+
+
+def check_source(source: str) -> None:
+    """Fail early on an unknown table source (availability is checked when it is loaded)."""
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {SOURCES} (offline: {OFFLINE_SOURCES}), got {source!r}")
+
+
+@dataclass
+class Tables:
+    """The correction table (token-id pairs) and the held-out WordNet pairs (words)."""
+
+    correction: neg.PairLookup
+    heldout: SynonymTable
+    source: str
+    info: dict = field(default_factory=dict)
+
+
+def load_source(source: str):
+    """Load a synonym table or word vectors; a source that needs the network names the offline one."""
+    check_source(source)
+    try:
+        if source in SYNONYM_SOURCES:
+            return load_synonyms(source)
+        from mlmlib.data import load_vectors
+
+        return load_vectors(source)
+    except (ImportError, RuntimeError, OSError) as err:  # HubUnavailableError is a RuntimeError/OSError
+        alternative = "wordnet" if source in SYNONYM_SOURCES else EMBEDDED_VECTORS[0]
+        raise ValueError(f"source={source!r} is not available here ({err}); the embedded "
+                         f"alternative is source={alternative!r}") from err
+
+
+def vocab_tokens(tokenizer) -> list[str]:
+    """The tokenizer's tokens by id."""
+    return tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+
+
+def build_tables(vocab: Sequence[str], special_tokens: Sequence[str], config: TableConfig) -> Tables:
+    """The correction table for a vocabulary and the held-out WordNet part, disjoint from it.
+
+    WordNet's pairs are split once (`heldout_fraction` held out). With a word-vector source the
+    neighbour table has the held-out WordNet pairs removed too, so the robustness test never
+    uses a pair the correction saw.
+    """
+    wordnet = load_source("wordnet" if config.source not in SYNONYM_SOURCES else config.source)
+    used, heldout = wordnet.split(1.0 - config.heldout_fraction, seed=config.split_seed)
+    if config.source in SYNONYM_SOURCES:
+        table = neg.synonym_lookup(used, vocab, special_tokens=special_tokens)
+    else:
+        # Reconstructed: only alphabetic tokens, or punctuation and digits become "synonyms"
+        # (GloVe puts ',' next to 'one'); an empty entry is skipped by the lookup builders.
+        words = [t if t.isalpha() else "" for t in vocab]
+        table = neg.neighbour_lookup(load_source(config.source), words, top_k=config.top_k,
+                                     threshold=config.threshold, special_tokens=special_tokens)
+    held = neg.synonym_lookup(heldout, vocab, special_tokens=special_tokens)
+    keys = table.keys[~torch.isin(table.keys, held.keys)]
+    correction = neg.PairLookup(keys, table.vocab_size, table.source)
+    info = {"source": config.source, "correction_pairs": len(correction),
+            "heldout_pairs_in_vocab": len(held), "heldout_pairs": len(heldout),
+            "removed_heldout_overlap": len(table) - len(correction)}
+    return Tables(correction, heldout, config.source, info)
+
+
+# --------------------------------------------------------------------------- arms
+
+
+@dataclass
+class ArmConfig:
+    """One pretraining arm: objective, correction method and its settings."""
+
+    objective: str = "electra"
+    method: str = "none"  # negatives.METHODS or a '+' combination
+    lam: float = 1.0  # SR weight (reconstructed)
+    eps: float = 0.1  # sr-smooth mass (reconstructed)
+    tau: float = 0.1  # sr-smooth temperature (reconstructed)
+    apply_to: str = "auto"  # auto: the discriminator for ELECTRA, the MLM loss for MLM
+    whole_words: bool = True  # only whole-word tokens can be false negatives
+    source: str | None = None  # None: the run's table source
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
+        neg.parse_method(self.method)  # names the allowed methods
+        if not isinstance(self.lam, (int, float)) or self.lam < 0:
+            raise ValueError(f"lam must be a number >= 0, got {self.lam!r}")
+        if self.apply_to not in APPLY_TO:
+            raise ValueError(f"apply_to must be one of {APPLY_TO}, got {self.apply_to!r}")
+        if self.objective == "mlm" and self.apply_to in ("disc", "both"):
+            raise ValueError("apply_to must be 'auto' or 'mlm' for objective 'mlm' (no discriminator)")
+        if self.source is not None:
+            check_source(self.source)
+
+    @property
+    def target(self) -> str:
+        """Where HC acts: the hook's apply_to."""
+        if self.apply_to != "auto":
+            return self.apply_to
+        # Reconstructed: in ELECTRA the false negative is a discriminator label; the generator's
+        # CE is on the original token, not on its own sample.
+        return "disc" if self.objective == "electra" else "mlm"
+
+    @property
+    def name(self) -> str:
+        """'objective/method[@source]', as in the notebooks' `arms` parameter."""
+        return f"{self.objective}/{self.method}" + (f"@{self.source}" if self.source else "")
+
+
+def parse_arm(spec: str, **settings) -> ArmConfig:
+    """Parse 'electra/shield', 'mlm/none' or 'electra/shield@glove-6b-50d' into an ArmConfig."""
+    if not isinstance(spec, str) or "/" not in spec:
+        raise ValueError(f"arm must look like 'objective/method[@source]' with objective in "
+                         f"{OBJECTIVES}, got {spec!r}")
+    objective, rest = spec.split("/", 1)
+    method, _, source = rest.partition("@")
+    return ArmConfig(objective=objective, method=method, source=source or None, **settings)
+
+
+# --------------------------------------------------------------------------- the hook
+
+
+class NegativesMonitor:
+    """Training-step hook of one arm: whole-word false negatives, HC/SR, and accuracy by kind.
+
+    The discriminator is watched with a forward hook: the step hook runs before the
+    discriminator, so its accuracy on original / replaced / false-negative positions is taken
+    from the discriminator's output of the same step and summed per log window.
+    """
+
+    def __init__(self, arm: ArmConfig, table: neg.PairLookup, vocab: Sequence[str], *,
+                 log_every: int = 10, top_pairs: int = 20) -> None:
+        self.arm = arm
+        self.table = table
+        self.inner = neg.make_hook(arm.method, table, lam=arm.lam, eps=arm.eps, tau=arm.tau,
+                                   apply_to=arm.target)
+        # Vectorised whole-word test: one bool per vocabulary entry.
+        self.continuation = torch.tensor([t.startswith("##") for t in vocab], dtype=torch.bool)
+        self.log_every = log_every
+        self.top_pairs = top_pairs
+        self.windows: dict[int, np.ndarray] = {}  # window end step -> [correct, n] x 3 kinds
+        self.pairs: Counter = Counter()  # (original id, sample id) of false negatives, on log steps
+        self._pending: tuple | None = None
+        self._handle = None
+
+    def whole_word_positions(self, step: MaskedStep) -> torch.Tensor:
+        """(B, L) bool: the token is a whole word (not '##', not followed by a '##' piece)."""
+        cont = self.continuation.to(step.input_ids.device)
+        here = cont[step.input_ids]
+        after = torch.zeros_like(here)
+        after[:, :-1] = cont[step.input_ids[:, 1:]] | cont[step.corrupted_ids[:, 1:]]
+        return ~here & ~after
+
+    def __call__(self, step: MaskedStep) -> HookOutput:
+        """Detect whole-word false negatives, apply the arm's method, log its statistics."""
+        samples = step.samples
+        if self.arm.whole_words:
+            ok = self.whole_word_positions(step)[step.masked]
+            # -1 is never a pair in a PairLookup and still counts as "replaced" where the sample
+            # differs from the original, so the rates keep their denominators
+            samples = torch.where(ok | (samples == step.targets), samples, torch.full_like(samples, -1))
+            step = dataclasses.replace(step, samples=samples)
+        out = self.inner(step)
+        fn = neg.false_negatives(step.targets, samples, self.table)
+        if step.step % self.log_every == 0 and self.top_pairs:
+            self.pairs.update(zip(step.targets[fn].tolist(), samples[fn].tolist()))
+        self._pending = (step.step, step.corrupted_ids != step.input_ids,
+                         neg.to_positions(fn, step.masked, False), step.attention_mask)
+        # The training loop accepts only its own HookOutput class: same fields, copied over.
+        return HookOutput(**{f.name: getattr(out, f.name) for f in dataclasses.fields(HookOutput)})
+
+    def _on_discriminator(self, module, args, output) -> None:
+        if self._pending is None or not module.training:
+            return
+        step, labels, fn_pos, attention = self._pending
+        self._pending = None
+        acc = neg.disc_accuracy_by_kind(output.logits, labels.float(), fn_pos, attention_mask=attention)
+        counts = []
+        for kind in ("original", "replaced", "false_negative"):
+            n = acc[f"n_{kind}"]
+            counts += [acc[f"acc_{kind}"] * n if n else 0.0, n]
+        end = -(-step // self.log_every) * self.log_every
+        self.windows[end] = self.windows.get(end, 0.0) + np.asarray(counts)
+
+    def attach(self, model: torch.nn.Module) -> NegativesMonitor:
+        """Watch the discriminator of an ElectraPair (MLM models have none)."""
+        if isinstance(model, ElectraPair):
+            self._handle = model.discriminator.register_forward_hook(self._on_discriminator)
+        return self
+
+    def detach(self) -> None:
+        """Stop watching the discriminator."""
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None
+
+    def merge(self, history: list[dict]) -> list[dict]:
+        """Add disc_acc_{original,replaced,false_negative} (None where a kind had no position)."""
+        for row in history:
+            # the loop logs at multiples of log_every and at the last step (a partial window)
+            sums = self.windows.get(-(-row["step"] // self.log_every) * self.log_every)
+            if sums is None:
+                continue
+            for i, kind in enumerate(("original", "replaced", "false_negative")):
+                correct, n = sums[2 * i], sums[2 * i + 1]
+                row[f"disc_acc_{kind}"] = float(correct / n) if n else None
+                row[f"disc_n_{kind}"] = float(n)
+        return history
+
+    def top_false_negatives(self, vocab: Sequence[str]) -> list[dict]:
+        """The most frequent (original, sample) false-negative pairs seen on log steps."""
+        return [{"original": vocab[a], "sample": vocab[b], "count": c}
+                for (a, b), c in self.pairs.most_common(self.top_pairs)]
+
+
+# --------------------------------------------------------------------------- pretraining
+
+
+@dataclass
+class ArmResult:
+    """A pretrained arm: its model and what was logged."""
+
+    arm: ArmConfig
+    model: torch.nn.Module
+    history: list[dict]
+    top_false_negatives: list[dict]
+    step_ms: float  # mean wall time of a training step (logging windows, no setup)
+
+
+def for_objective(config: PretrainConfig, objective: str, **changes) -> PretrainConfig:
+    """A copy of `config` for `objective`; the masking split follows the objective if it changes.
+
+    `dataclasses.replace` alone would keep the split resolved for the old objective (BERT's
+    80/10/10 for 'mlm') when switching to 'electra' (85/0/15).
+    """
+    if objective != config.objective:
+        changes["split"] = None
+    return dataclasses.replace(config, objective=objective, **changes)
+
+
+def build_model(objective: str, size: ModelSize, generator_fraction: float, seed: int):
+    """A fresh ELECTRA pair or BERT masked LM of `size`."""
+    if objective == "electra":
+        return electra(size, generator_fraction, seed=seed)
+    return bert_mlm(size, seed=seed)
+
+
+def warm_start(objective: str, size: ModelSize, generator_fraction: float, data: dict,
+               config: PretrainConfig, *, steps: int, seed: int, mask_id: int, num_special: int,
+               data_key: dict) -> torch.nn.Module:
+    """A model pretrained without correction for `steps` steps, cached: the arms continue from it.
+
+    Why: at smoke scale a generator trained from scratch for a few hundred steps samples
+    almost only frequent tokens, so false negatives hardly occur. A shared warm start lets
+    every arm start from a generator that already samples plausible words (a deviation from
+    the paper's from-scratch runs; `steps=0` turns it off).
+    """
+    from mlmlib import cache
+    from mlmlib.models import load_model, save_model
+    from mlmlib.pretrain import config_dict
+
+    warm = for_objective(config, objective, steps=steps, seed=seed)
+    key = {"objective": objective, "size": dataclasses.asdict(size), "seed": seed,
+           "generator_fraction": generator_fraction, "config": config_dict(warm), "data": data_key}
+
+    def build(folder):
+        model = build_model(objective, size, generator_fraction, seed)
+        with contextlib.redirect_stdout(io.StringIO()):
+            pretrain(model, data, warm, mask_id=mask_id, num_special=num_special, progress=False)
+        save_model(model, folder / "model")
+
+    return load_model(cache.cached("true-negatives-warm-start", key, build) / "model")
+
+
+def pretrain_arm(
+    arm: ArmConfig, tables: Tables, vocab: Sequence[str], data: dict, size: ModelSize,
+    config: PretrainConfig, *, mask_id: int, num_special: int, generator_fraction: float = 0.25,
+    model: torch.nn.Module | None = None, progress: bool | None = False, checkpoint_dir=None,
+) -> ArmResult:
+    """Pretrain one arm (from `model`, else a fresh one seeded by config.seed), logging its false negatives."""
+    config = for_objective(config, arm.objective)
+    if model is None:
+        model = build_model(arm.objective, size, generator_fraction, config.seed)
+    monitor = NegativesMonitor(arm, tables.correction, vocab, log_every=config.log_every).attach(model)
+    try:
+        history = pretrain(model, data, config, mask_id=mask_id, num_special=num_special,
+                           hook=monitor, progress=progress, checkpoint_dir=checkpoint_dir)
+    finally:
+        monitor.detach()
+    history = monitor.merge(history)
+    step_ms = 1000.0 * history[-1]["wall_s"] / history[-1]["step"] if history else float("nan")
+    return ArmResult(arm, model, history, monitor.top_false_negatives(vocab), step_ms)
+
+
+def history_rows(result: ArmResult, seed: int) -> list[dict]:
+    """The arm's training log as row dicts (JSON-able) for the run record."""
+    keep = ("step", "gen_acc", "acc", "disc_acc", "fn_rate_replaced", "fn_rate_masked", "n_fn",
+            "replaced_frac", "disc_acc_original", "disc_acc_replaced", "disc_acc_false_negative",
+            "loss", "wall_s", "tokens_seen")
+    rows = []
+    for r in result.history:
+        row = {"arm": result.arm.name, "objective": result.arm.objective,
+               "method": result.arm.method, "pretrain_seed": seed}
+        row |= {k: r[k] for k in keep if k in r}
+        # one name for the generator's (ELECTRA) or the MLM's accuracy
+        row["generator_acc"] = r.get("gen_acc", r.get("acc"))
+        rows.append(row)
+    return rows
+
+
+# --------------------------------------------------------------------------- robustness
+
+
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+@dataclass
+class Substitution:
+    """A test set with held-out synonyms substituted: texts, unchanged labels, what changed."""
+
+    text: list[str]
+    label: list[int]
+    n_substituted: list[int]
+    pairs: list[tuple[str, str]]  # (original word, lower-cased; substitute)
+
+
+def synonym_test_set(texts: Sequence[str], labels: Sequence[int], table: SynonymTable, *,
+                     rate: float = 0.5, seed: int = 0) -> Substitution:
+    """Replace each word that has a synonym in `table` with one of them, with probability `rate`.
+
+    Only synonyms from `table` (the held-out WordNet part) are used; labels are kept. One
+    seeded generator: same seed, same test set.
+    """
+    if not 0.0 < rate <= 1.0:
+        raise ValueError(f"rate must be in (0, 1], got {rate!r}")
+    if len(texts) != len(labels):
+        raise ValueError(f"texts and labels differ in length: {len(texts)} vs {len(labels)}")
+    rng = np.random.default_rng(seed)
+    out, counts, pairs = [], [], []
+    for text in texts:
+        changed = 0
+
+        def swap(match: re.Match) -> str:
+            nonlocal changed
+            word = match.group(0)
+            options = sorted(table.synonyms(word.lower()))
+            if not options or rng.random() >= rate:
+                return word
+            new = options[int(rng.integers(len(options)))]
+            changed += 1
+            pairs.append((word.lower(), new))
+            return new.capitalize() if word[:1].isupper() else new
+
+        out.append(_WORD.sub(swap, text))
+        counts.append(changed)
+    return Substitution(out, [int(v) for v in labels], counts, pairs)
+
+
+# --------------------------------------------------------------------------- downstream
+
+
+@dataclass
+class TaskData:
+    """A task encoded for fine-tuning, with its synonym-substituted test set."""
+
+    name: str
+    num_labels: int
+    train: dict
+    validation: dict
+    test: dict
+    test_synonyms: dict
+    info: dict
+
+
+def _subset(split, n: int | None, rng: np.random.Generator):
+    """At most n rows of a datasets split, chosen with the run's generator."""
+    if n is None or n >= len(split):
+        return split
+    return split.select(np.sort(rng.choice(len(split), size=n, replace=False)).tolist())
+
+
+def _encoded(tokenizer, split, max_length: int) -> dict:
+    """Encode a split (text, optional text_pair, label) for fine-tuning."""
+    from mlmlib.tokenize import encode
+
+    if hasattr(split, "column_names"):  # a datasets.Dataset: its columns as lists
+        split = split.to_dict()
+    enc = encode(tokenizer, list(split["text"]), max_length=max_length,
+                 text_pair=list(split["text_pair"]) if "text_pair" in split else None)
+    out = {k: enc[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc}
+    return out | {"labels": torch.tensor(list(split["label"]), dtype=torch.long)}
+
+
+def prepare_task(name: str, tokenizer, heldout: SynonymTable, *, max_length: int = 64,
+                 max_train: int | None = None, max_eval: int | None = None,
+                 substitution_rate: float = 0.5, seed: int = 0, **load_kwargs) -> TaskData:
+    """Load a task, subsample it (seeded), encode it and build its held-out-synonym test set.
+
+    Tasks without test labels (GLUE) are tested on their validation split, and 10% of their
+    training split (seeded) picks the best fine-tuning step instead.
+    """
+    from mlmlib.data import load_task
+
+    data = load_task(name, **load_kwargs)
+    if "test" not in data:
+        parts = data["train"].train_test_split(test_size=0.1, seed=seed)
+        data = {"train": parts["train"], "validation": parts["test"], "test": data["validation"]}
+    rng = np.random.default_rng(seed)
+    train = _subset(data["train"], max_train, rng)
+    validation = _subset(data["validation"], max_eval, rng)
+    test = _subset(data["test"], max_eval, rng)
+    test = {k: list(test[k]) for k in ("text", "text_pair", "label") if k in test.column_names}
+    sub = synonym_test_set(test["text"], test["label"], heldout, rate=substitution_rate, seed=seed)
+    substituted = {"text": sub.text, "label": sub.label}
+    n_sub = np.asarray(sub.n_substituted)
+    if "text_pair" in test:  # both texts of a pair get substitutions
+        other = synonym_test_set(test["text_pair"], test["label"], heldout,
+                                 rate=substitution_rate, seed=seed + 1)
+        substituted["text_pair"] = other.text
+        n_sub = n_sub + np.asarray(other.n_substituted)
+    info = {"task": name, "train": len(train), "validation": len(validation), "test": len(test["label"]),
+            "substituted_per_example": float(n_sub.mean()),
+            "examples_changed": float((n_sub > 0).mean()),
+            "example_pairs": [list(p) for p in sub.pairs[:10]]}
+    return TaskData(
+        name, data["train"].features["label"].num_classes,
+        _encoded(tokenizer, train, max_length), _encoded(tokenizer, validation, max_length),
+        _encoded(tokenizer, test, max_length), _encoded(tokenizer, substituted, max_length), info)
+
+
+def finetune_and_test(model: torch.nn.Module, size: ModelSize, task: TaskData,
+                      config: FinetuneConfig) -> dict:
+    """Fine-tune a classifier on the pretrained encoder; clean and synonym-substituted test accuracy."""
+    if isinstance(model, ElectraPair):  # ELECTRA fine-tunes the discriminator
+        clf = electra_classifier(size, task.num_labels, from_encoder=model, seed=config.seed)
+    else:
+        clf = bert_classifier(size, task.num_labels, from_encoder=model, seed=config.seed)
+    with contextlib.redirect_stdout(io.StringIO()):  # quiet: one line per validation otherwise
+        result = finetune(clf, task.train, task.validation, config, progress=False)
+    clean = evaluate(clf, task.test)["accuracy"]
+    synonyms = evaluate(clf, task.test_synonyms)["accuracy"]
+    return {"task": task.name, "finetune_seed": config.seed, "val_accuracy": result.best_metric,
+            "test_accuracy": clean, "synonym_accuracy": synonyms, "robustness_drop": clean - synonyms,
+            "finetune_s": result.wall_s}
+
+
+# --------------------------------------------------------------------------- cost
+
+
+def measure_step_overhead(
+    arms: dict[str, ArmConfig | None], tables: Tables, vocab: Sequence[str], data: dict,
+    size: ModelSize, config: PretrainConfig, *, mask_id: int, num_special: int,
+    generator_fraction: float = 0.25, reps: int = 3, warmup: int = 2,
+) -> list[dict]:
+    """Median step time of each arm (None: no hook at all), repetitions interleaved across arms.
+
+    Every repetition runs each arm for `config.steps` steps from the same fresh model, in an
+    order rotated per repetition, so a background load hits all arms alike.
+    """
+    if reps < 1 or config.steps <= warmup:
+        raise ValueError(f"reps must be >= 1 and config.steps > warmup ({warmup}), got {reps}, {config.steps}")
+    names = list(arms)
+    rows = []
+    for rep in range(reps):
+        for name in names[rep % len(names):] + names[:rep % len(names)]:
+            arm = arms[name]
+            objective = arm.objective if arm is not None else config.objective
+            cfg = for_objective(config, objective, log_every=1)
+            model = build_model(objective, size, generator_fraction, config.seed)
+            hook: Callable[[Any], Any] | None = None
+            monitor = None
+            if arm is not None:
+                monitor = NegativesMonitor(arm, tables.correction, vocab, top_pairs=0).attach(model)
+                hook = monitor
+            with contextlib.redirect_stdout(io.StringIO()):
+                history = pretrain(model, data, cfg, mask_id=mask_id, num_special=num_special,
+                                   hook=hook, progress=False)
+            if monitor is not None:
+                monitor.detach()
+            walls = np.diff([0.0] + [r["wall_s"] for r in history])[warmup:]
+            rows.append({"arm": name, "rep": rep, "step_ms": 1000.0 * float(np.median(walls))})
+    return rows
+
+
+def overhead_table(rows: list[dict], reference: str) -> list[dict]:
+    """Per arm: median step time and the overhead ratio vs `reference`, paired by repetition."""
+    import pandas as pd
+
+    from mlmlib.stats import mean_ci
+
+    frame = pd.DataFrame(rows).pivot(index="rep", columns="arm", values="step_ms")
+    if reference not in frame:
+        raise ValueError(f"reference arm {reference!r} was not measured; arms: {list(frame)}")
+    out = []
+    for arm in frame:
+        ratio = frame[arm] / frame[reference] - 1.0
+        ci = mean_ci(ratio.to_numpy())
+        out.append({"arm": arm, "step_ms": float(frame[arm].median()),
+                    "overhead": float(frame[arm].median() / frame[reference].median() - 1.0),
+                    "overhead_mean": ci.mean, "overhead_low": ci.low, "overhead_high": ci.high,
+                    "reps": ci.n})
+    return out
