@@ -19,7 +19,8 @@ from pathlib import Path
 from mlmlib import results
 from mlmlib.atomic import write_json
 from mlmlib.paths import PACKAGE_DIR, project_root, runs_dir, work_dir
-from mlmlib.plans import Plan, Run, notebooks_dir
+from mlmlib.plans import Plan, Run, notebook_parameters, notebooks_dir
+from mlmlib.results import record_paths
 
 KERNEL = os.environ.get("MLMLIB_KERNEL", "mlmlib")
 FAILED = "_failed"
@@ -68,7 +69,7 @@ def run_plan(plan: Plan, force: bool = False, log=print) -> BatchReport:
     for i, run in enumerate(plan.runs, 1):
         name = f"{run.notebook}/{run.slug}"
         rec_path = record_path(plan.profile, run)
-        key = run.key(versions[run.notebook])
+        key = run.key(versions[run.notebook] + _inputs_digest(plan.profile, run))
         if not force and _has_record(rec_path, key):
             log(f"[{i}/{len(plan.runs)}] skip {name}: finished record exists ({rec_path.name})")
             report.skipped.append(name)
@@ -140,6 +141,23 @@ def _execute(profile: str, run: Run, key: str, version: str) -> None:
                 failed_dir / f"{run.notebook}__{run.slug}.error.txt"):
         if old.exists():
             old.unlink()
+
+
+def _inputs_digest(profile: str, run: Run) -> str:
+    """For a summary notebook (one with a `profile` parameter), a hash of the records it reads.
+
+    Its own code and parameters do not change when the experiments it summarises are rerun,
+    so the records it reads are part of what makes it finished.
+    """
+    if "profile" not in notebook_parameters(str(notebooks_dir() / f"{run.notebook}.ipynb")):
+        return ""
+    h = hashlib.sha256()
+    for path in record_paths(run.params.get("profile", profile)):
+        if path.parent.name != run.notebook:
+            h.update(path.name.encode())
+            rec = json.loads(path.read_text())
+            h.update(f"{rec.get('key')}@{rec.get('finished_at')}".encode())
+    return h.hexdigest()[:16]
 
 
 def _has_record(path: Path, key: str) -> bool:

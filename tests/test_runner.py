@@ -167,3 +167,16 @@ def test_two_entries_writing_the_same_record_are_rejected(project):
                "  - notebook: toy\n    grid: {x: [1]}\n    params: {items: [3]}\n")
     with pytest.raises(PlanError, match="both named 'x-1'"):
         load_plan("p")
+
+
+def test_summary_reruns_when_the_records_it_reads_change(project):
+    root, write_plan = project
+    _notebook(root / "notebooks" / "summary.ipynb",
+              'x = 0\nfail_on = -1\nsleep = 0.0\nitems = []\nprofile = "p"\nrun_dir = ""')
+    write_plan("notebooks:\n  - notebook: toy\n    grid: {x: [1]}\n"
+               "  - notebook: summary\n    params: {profile: p}\n")
+    assert "2 ran" in _cli(root, "run", "--profile", "p").stdout
+    assert "0 ran, 2 skipped" in _cli(root, "run", "--profile", "p").stdout
+    _cli(root, "run", "--profile", "p", "--only", "toy", "--force")  # the summarised run changes
+    again = _cli(root, "run", "--profile", "p")
+    assert "run  summary/run" in again.stdout and "skip toy/x-1" in again.stdout
