@@ -56,7 +56,7 @@ def project(tmp_path, monkeypatch):
 def _cli(root: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
     env = {**os.environ, "MLMLIB_ROOT": str(root)}
     return subprocess.run([sys.executable, "-m", "mlmlib", *args], env=env, capture_output=True,
-                          text=True, **kwargs)
+                          text=True, check=False, **kwargs)
 
 
 PLAN = """
@@ -69,7 +69,7 @@ notebooks:
 
 
 def test_grid_expands_and_lists_pass_as_values(project):
-    root, write_plan = project
+    _root, write_plan = project
     write_plan(PLAN)
     plan = load_plan("p")
     assert [r.slug for r in plan.runs] == ["x-1_seed-0", "x-2_seed-0", "x-3_seed-0"]
@@ -155,14 +155,14 @@ def test_bad_plans_fail_before_anything_runs(project, text, message):
 
 
 def test_unknown_profile_lists_the_known_ones(project):
-    root, write_plan = project
+    _root, write_plan = project
     write_plan(PLAN, name="known")
     with pytest.raises(PlanError, match=r"unknown profile 'nope'.*\['known'\]"):
         load_plan("nope")
 
 
 def test_two_entries_writing_the_same_record_are_rejected(project):
-    root, write_plan = project
+    _root, write_plan = project
     write_plan("notebooks:\n  - notebook: toy\n    grid: {x: [1]}\n"
                "  - notebook: toy\n    grid: {x: [1]}\n    params: {items: [3]}\n")
     with pytest.raises(PlanError, match="both named 'x-1'"):
