@@ -21,6 +21,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     tmp = Path(tmp)
     try:
         yield tmp
+        os.chmod(tmp, 0o644)  # mkstemp makes owner-only files; results are for everyone to read
         os.replace(tmp, path)
     finally:
         if tmp.exists():
