@@ -1,0 +1,187 @@
+"""Paper C's experiment plumbing on real tokenized text: rates, whole words, specials, seeds, controls."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from mlmlib import selective_experiment as se
+from mlmlib.masking import mask_tokens
+
+TEXTS = [
+    "this coffee is absolutely delicious and the price was great",
+    "terrible taste, stale and overpriced; i would not buy it again",
+    "my dog loves these treats but the bag arrived torn",
+    "good tea, nice aroma, a bit weak for my liking",
+    "the worst chips i have ever had: soggy, bland and greasy",
+    "an excellent snack for kids, healthy and tasty",
+] * 30
+WORDS = ["good", "great", "excellent", "delicious", "tasty", "nice", "bad", "terrible", "worst",
+         "awful", "coffee", "tea", "dog", "price", "bag", "the", "and", "it", "i"]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    # A real WordPiece tokenizer trained on the test texts (seconds, unlike the embedded corpus);
+    # its small vocabulary splits rarer words into several pieces.
+    from mlmlib.tokenize import train_wordpiece
+
+    return train_wordpiece(TEXTS, vocab_size=120, min_frequency=1, cache=False)
+
+
+@pytest.fixture(scope="module")
+def corpus(tokenizer):
+    return se.tokenized_corpus(tokenizer, TEXTS, max_length=64)  # long enough: nothing truncated
+
+
+@pytest.fixture(scope="module")
+def vectors():
+    # Small deterministic vectors: sentiment words near one of two directions, others random.
+    rng = np.random.default_rng(0)
+    matrix = rng.normal(size=(len(WORDS), 8)).astype(np.float32)
+    matrix[:6] += 4 * np.eye(8, dtype=np.float32)[0]
+    matrix[6:10] += 4 * np.eye(8, dtype=np.float32)[1]
+
+    from mlmlib.data import WordVectors
+
+    return WordVectors(words=WORDS, vectors=matrix)
+
+
+@pytest.fixture(scope="module")
+def scores(corpus, vectors):
+    from mlmlib.lexicons import task_scores
+
+    return task_scores(corpus.words, ["good", "bad"], vectors)
+
+
+def _draw(tokenizer, data, seed):
+    special = data["special_tokens_mask"].bool() | ~data["attention_mask"].bool()
+    return mask_tokens(data["input_ids"], data["mask_prob"], generator=torch.Generator().manual_seed(seed),
+                       mask_id=tokenizer.mask_token_id, vocab_size=len(tokenizer), special_mask=special,
+                       word_ids=data["word_ids"])
+
+
+def test_word_types_cover_words(corpus, tokenizer):
+    assert "delicious" in corpus.words and "coffee" in corpus.words
+    valid = corpus.data["word_ids"] >= 0
+    assert torch.equal(corpus.word_type >= 0, valid)
+    assert corpus.token_counts.sum() == corpus.n_tokens == int(valid.sum())
+    assert corpus.data["input_ids"].shape[1] < 64  # padded to the longest row: none truncated
+    # a word type always has the same pieces: the string round-trips through the tokenizer
+    i = corpus.words.index("overpriced")
+    pieces = tokenizer.tokenize("overpriced")
+    assert corpus.token_counts[i] == 30 * len(pieces)
+
+
+@pytest.mark.parametrize("function", se.SELECTIVE)
+def test_realised_rate_close_to_target(corpus, scores, tokenizer, function):
+    cfg = se.MaskingConfig(target_rate=0.2, tau=0.9)
+    arms = se.prepare_arms(["random", function], corpus, scores, cfg)
+    assert arms[function].expected_rate == pytest.approx(0.2, abs=1e-4)
+    rows = se.realised_rates(arms, mask_id=tokenizer.mask_token_id, vocab_size=len(tokenizer), repeats=20)
+    for row in rows:
+        assert abs(row["realised_rate"] - 0.2) < 0.02, row  # ~2.4k tokens x 20 draws
+
+
+def test_selective_prefers_task_words(corpus, scores):
+    arms = se.prepare_arms(["linear"], corpus, scores, se.MaskingConfig())
+    p = dict(zip(corpus.words, arms["linear"].word_probs))
+    assert p["good"] > p["coffee"] and p["terrible"] > p["dog"]
+
+
+def test_whole_words_and_no_specials(corpus, scores, tokenizer):
+    data = se.prepare_arms(["exponential"], corpus, scores, se.MaskingConfig())["exponential"].data
+    _, masked = _draw(tokenizer, data, 0)
+    assert masked.any()
+    special = data["special_tokens_mask"].bool() | ~data["attention_mask"].bool()
+    assert not (masked & special).any()
+    wid = data["word_ids"]
+    multi = 0
+    for b in range(wid.shape[0]):
+        for w in wid[b][wid[b] >= 0].unique():
+            m = masked[b][wid[b] == w]
+            assert m.all() or not m.any()  # all pieces of a word together
+            multi += int(len(m) > 1 and m.all())
+    assert multi > 0  # some multi-piece words were masked, so the check above was exercised
+
+
+def test_determinism_by_seed(corpus, scores, tokenizer):
+    arms = se.prepare_arms(["step", "random-count"], corpus, scores, se.MaskingConfig(tau=0.9), seed=3)
+    again = se.prepare_arms(["step", "random-count"], corpus, scores, se.MaskingConfig(tau=0.9), seed=3)
+    other = se.prepare_arms(["random-count"], corpus, scores, se.MaskingConfig(tau=0.9), seed=4)
+    assert torch.equal(arms["random-count"].data["mask_prob"], again["random-count"].data["mask_prob"])
+    assert not torch.equal(arms["random-count"].data["mask_prob"], other["random-count"].data["mask_prob"])
+    a, b, c = (_draw(tokenizer, arms["step"].data, s)[1] for s in (1, 1, 2))
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+def test_count_control_matches_a_selective_draw(corpus, scores):
+    cfg = se.MaskingConfig(count_match="exponential", count_copies=3)
+    arm = se.prepare_arms(["exponential"], corpus, scores, cfg)["exponential"]
+    gen = torch.Generator().manual_seed(0)
+    data = se._count_matched_data(arm.data["mask_prob"], corpus, 3, torch.Generator().manual_seed(0))
+    # redo the same draws to compare the per-sentence word counts
+    from mlmlib import selective as sel
+
+    wid = corpus.data["word_ids"]
+    for copy in range(3):
+        chosen = sel.sample_word_masks(arm.data["mask_prob"], wid, gen)
+        control = sel.matched_count_masks(chosen, wid, gen)
+        got = data["mask_prob"][copy * wid.shape[0]:(copy + 1) * wid.shape[0]].bool()
+        assert torch.equal(got, control)
+
+        def words(mask):
+            return torch.tensor([len(wid[b][mask[b]].unique()) for b in range(wid.shape[0])])
+
+        assert torch.equal(words(got), words(chosen))
+    assert 0.1 < data["mask_prob"][data["word_ids"] >= 0].mean() < 0.3
+
+
+def test_few_label_indices_stratified_and_seeded():
+    labels = torch.tensor([0] * 70 + [1] * 30)
+    idx = se.few_label_indices(labels, 20, seed=1)
+    assert len(idx) == 20 and len(idx.unique()) == 20 and int(labels[idx].sum()) == 6
+    assert torch.equal(idx, se.few_label_indices(labels, 20, seed=1))
+    assert not torch.equal(idx, se.few_label_indices(labels, 20, seed=2))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"target_rate": 0.0}, "target_rate"),
+    ({"target_rate": 1.0}, "target_rate"),
+    ({"word_list": "emoji"}, "word_list must be one of"),
+    ({"count_match": "cubic"}, "count_match must be one of"),
+    ({"score_method": "mean"}, "score_method must be one of"),
+    ({"list_size": -1}, "list_size"),
+])
+def test_bad_config(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        se.MaskingConfig(**kwargs)
+
+
+def test_bad_arms(corpus, scores):
+    with pytest.raises(ValueError, match="arms: unknown arm"):
+        se.prepare_arms(["random", "cubic"], corpus, scores, se.MaskingConfig())
+    with pytest.raises(ValueError, match="arms must be a non-empty list"):
+        se.prepare_arms([], corpus, scores, se.MaskingConfig())
+    with pytest.raises(ValueError, match="scores"):
+        se.prepare_arms(["linear"], corpus, None, se.MaskingConfig())
+
+
+def test_unknown_function_and_unreachable_rate(corpus, scores):
+    from mlmlib import selective as sel
+
+    with pytest.raises(ValueError, match="function must be one of"):
+        sel.masking_weights(scores.scores, "cubic")
+    # linear with p_min = 0: words scored 0 never mask, so a rate above their complement is out of reach
+    cfg = se.MaskingConfig(p_min=0.0, target_rate=0.99)
+    with pytest.raises(ValueError, match="target_rate=0.99 cannot be reached"):
+        se.prepare_arms(["linear"], corpus, scores, cfg)
+
+
+def test_bad_word_lists(corpus, vectors):
+    with pytest.raises(ValueError, match="word_list: none of its"):
+        se.small_word_list({"qqq": 1.0, "zzz": -1.0}, 0, vectors)
+    with pytest.raises(ValueError, match="word_list is empty"):
+        se.small_word_list({}, 0, vectors)
+    assert se.small_word_list({"bad": -3.0, "good": 1.0, "qqq": 4.0}, 1, vectors) == ["bad"]
