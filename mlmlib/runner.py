@@ -130,7 +130,7 @@ def _execute(profile: str, run: Run, key: str, version: str) -> None:
     record = {
         "notebook": run.notebook, "profile": profile, "run_id": f"{run.notebook}/{run.slug}",
         "title": run.title, "label": run.label, "chapter": run.chapter, "key": key,
-        "code_version": version, "params": run.params, "metrics": metrics,
+        "code_version": version, "params": _full_params(run), "metrics": metrics,
         "seed": run.params.get("seed"), "git_sha": git_sha(), "versions": package_versions(),
         "device": device_info(), "wall_time_s": round(time.time() - start, 2),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -141,6 +141,12 @@ def _execute(profile: str, run: Run, key: str, version: str) -> None:
                 failed_dir / f"{run.notebook}__{run.slug}.error.txt"):
         if old.exists():
             old.unlink()
+
+
+def _full_params(run: Run) -> dict:
+    """Every parameter the run used: the notebook's defaults overridden by the plan's values."""
+    defaults = notebook_parameters(str(notebooks_dir() / f"{run.notebook}.ipynb"))
+    return {k: v for k, v in {**defaults, **run.params}.items() if k != "run_dir"}
 
 
 def _inputs_digest(profile: str, run: Run) -> str:
