@@ -39,19 +39,11 @@ class TaskScores:
 
 
 def _vector_parts(vectors: Any) -> tuple[dict[str, int], np.ndarray]:
-    """(word -> row, matrix) from a vectors object (.words/.vectors/.index) or a (words, matrix) pair."""
-    if hasattr(vectors, "vectors") and hasattr(vectors, "words"):
-        words, matrix = list(vectors.words), vectors.vectors
-        index = getattr(vectors, "index", None)
-    else:
-        words, matrix = vectors
-        words, index = list(words), None
-    matrix = np.asarray(matrix, dtype=np.float32)
-    if matrix.ndim != 2 or matrix.shape[0] != len(words):
-        raise ValueError(f"vectors must be (len(words), dim), got {matrix.shape} for {len(words)} words")
-    if not isinstance(index, Mapping):
-        index = {w: i for i, w in enumerate(words)}
-    return dict(index), matrix
+    """(word -> row, matrix): see mlmlib.data.vectors.vector_parts."""
+    from mlmlib.data.vectors import vector_parts
+
+    _, index, matrix = vector_parts(vectors)
+    return index, matrix
 
 
 def task_scores(

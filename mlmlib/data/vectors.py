@@ -104,3 +104,21 @@ def _gensim(name: str) -> WordVectors:
 
     kv = gensim.downloader.load(name)
     return WordVectors(words=list(kv.index_to_key), vectors=np.asarray(kv.vectors, dtype=np.float32))
+
+
+def vector_parts(vectors) -> tuple[list[str], dict[str, int], np.ndarray]:
+    """(words, word -> row, float32 matrix) from a vectors object (.words/.vectors) or a (words, matrix) pair."""
+    from collections.abc import Mapping
+
+    if hasattr(vectors, "vectors") and hasattr(vectors, "words"):
+        words, matrix = list(vectors.words), vectors.vectors
+        index = getattr(vectors, "index", None)
+    else:
+        words, matrix = vectors
+        words, index = list(words), None
+    matrix = np.asarray(matrix, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[0] != len(words):
+        raise ValueError(f"vectors must be (len(words), dim), got {matrix.shape} for {len(words)} words")
+    if not isinstance(index, Mapping):
+        index = {w: i for i, w in enumerate(words)}
+    return words, dict(index), matrix
