@@ -43,10 +43,15 @@ class BatchReport:
         return not self.failed
 
 
+# Orchestration only: editing these never changes what a notebook measures.
+NOT_VERSIONED = {"runner.py", "plans.py", "book.py", "cli.py", "__main__.py"}
+
+
 def code_version(notebook: str) -> str:
     """Hash of the library's sources, the shipped data manifest and the notebook's cells."""
     h = hashlib.sha256()
-    for path in sorted(PACKAGE_DIR.rglob("*.py")) + sorted(PACKAGE_DIR.rglob("MANIFEST.json")):
+    sources = [p for p in sorted(PACKAGE_DIR.rglob("*.py")) if p.name not in NOT_VERSIONED]
+    for path in sources + sorted(PACKAGE_DIR.rglob("MANIFEST.json")):
         h.update(path.relative_to(PACKAGE_DIR).as_posix().encode())
         h.update(path.read_bytes())
     nb = json.loads((notebooks_dir() / f"{notebook}.ipynb").read_text())
@@ -69,7 +74,8 @@ def run_plan(plan: Plan, force: bool = False, log=print) -> BatchReport:
     for i, run in enumerate(plan.runs, 1):
         name = f"{run.notebook}/{run.slug}"
         rec_path = record_path(plan.profile, run)
-        key = run.key(versions[run.notebook] + _inputs_digest(plan.profile, run))
+        earlier = [record_path(plan.profile, r) for r in plan.runs[: i - 1]]
+        key = run.key(versions[run.notebook] + _inputs_digest(plan.profile, run, earlier))
         if not force and _has_record(rec_path, key):
             log(f"[{i}/{len(plan.runs)}] skip {name}: finished record exists ({rec_path.name})")
             report.skipped.append(name)
@@ -149,20 +155,21 @@ def _full_params(run: Run) -> dict:
     return {k: v for k, v in {**defaults, **run.params}.items() if k != "run_dir"}
 
 
-def _inputs_digest(profile: str, run: Run) -> str:
+def _inputs_digest(profile: str, run: Run, earlier: list[Path]) -> str:
     """For a summary notebook (one with a `profile` parameter), a hash of the records it reads.
 
     Its own code and parameters do not change when the experiments it summarises are rerun,
-    so the records it reads are part of what makes it finished.
+    so the records of the notebooks before it in the plan are part of what makes it finished.
     """
     if "profile" not in notebook_parameters(str(notebooks_dir() / f"{run.notebook}.ipynb")):
         return ""
+    if run.params.get("profile", profile) != profile:  # it reads another profile's records
+        earlier = record_paths(run.params["profile"])
     h = hashlib.sha256()
-    for path in record_paths(run.params.get("profile", profile)):
-        if path.parent.name != run.notebook:
-            h.update(path.name.encode())
+    for path in sorted(set(earlier)):
+        if path.exists():
             rec = json.loads(path.read_text())
-            h.update(f"{rec.get('key')}@{rec.get('finished_at')}".encode())
+            h.update(f"{path.name}:{rec.get('key')}@{rec.get('finished_at')}".encode())
     return h.hexdigest()[:16]
 
 

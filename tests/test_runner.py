@@ -180,3 +180,14 @@ def test_summary_reruns_when_the_records_it_reads_change(project):
     _cli(root, "run", "--profile", "p", "--only", "toy", "--force")  # the summarised run changes
     again = _cli(root, "run", "--profile", "p")
     assert "run  summary/run" in again.stdout and "skip toy/x-1" in again.stdout
+
+
+def test_a_second_batch_skips_everything(project):
+    root, write_plan = project
+    _notebook(root / "notebooks" / "summary.ipynb",
+              'x = 0\nfail_on = -1\nsleep = 0.0\nitems = []\nprofile = "p"\nrun_dir = ""')
+    write_plan("notebooks:\n  - notebook: toy\n    grid: {x: [1]}\n"
+               "  - notebook: summary\n    params: {profile: p}\n"
+               "  - notebook: toy\n    grid: {x: [2]}\n")  # a run after the summary
+    assert "3 ran" in _cli(root, "run", "--profile", "p").stdout
+    assert "0 ran, 3 skipped" in _cli(root, "run", "--profile", "p").stdout
