@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -38,8 +40,10 @@ def bars(frame: pd.DataFrame, x: str, y: str, hue: str | None, xlabel: str, ylab
     """Bars of the mean with 95% intervals over seeds, seeds as dots, optional baseline line."""
     ax = ax or plt.subplots(figsize=(6, 3.5))[1]
     sns.barplot(frame, x=x, y=y, hue=hue, errorbar=("ci", 95), alpha=0.7, ax=ax)
-    sns.stripplot(frame, x=x, y=y, hue=hue, dodge=hue is not None, color="black", size=3,
-                  legend=False, ax=ax)
+    with warnings.catch_warnings():  # seaborn warns about a black palette for hue; it is meant
+        warnings.simplefilter("ignore", FutureWarning)
+        sns.stripplot(frame, x=x, y=y, hue=hue, dodge=hue is not None, color="black", size=3,
+                      legend=False, ax=ax)
     if baseline is not None:
         ax.axhline(baseline, ls="--", color="grey", label=baseline_label)
         ax.legend()
