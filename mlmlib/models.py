@@ -136,6 +136,17 @@ def _load_encoder(model: PreTrainedModel, from_encoder, prefix: str) -> None:
         )
 
 
+def _new_classifier(cls, make_config, size_or_name, num_labels: int, seed: int | None):
+    """A sequence classifier of class `cls`: from the hub by name, or fresh from a ModelSize."""
+    _check_size(size_or_name)
+    if not isinstance(num_labels, int) or num_labels < 1:
+        raise ValueError(f"num_labels must be an int >= 1, got {num_labels!r}")
+    if isinstance(size_or_name, str):
+        return cls.from_pretrained(size_or_name, num_labels=num_labels, attn_implementation=ATTENTION)
+    with _seeded(seed):
+        return cls(make_config(size_or_name, num_labels=num_labels))
+
+
 def bert_classifier(
     size_or_name: ModelSize | str,
     num_labels: int,
@@ -148,16 +159,7 @@ def bert_classifier(
     `from_encoder` is a BertForMaskedLM (or any model with `bert.*` weights), its state dict,
     or a folder written by `save_model`; the pooler and the classification head stay random.
     """
-    _check_size(size_or_name)
-    if not isinstance(num_labels, int) or num_labels < 1:
-        raise ValueError(f"num_labels must be an int >= 1, got {num_labels!r}")
-    if isinstance(size_or_name, str):
-        model = BertForSequenceClassification.from_pretrained(
-            size_or_name, num_labels=num_labels, attn_implementation=ATTENTION
-        )
-    else:
-        with _seeded(seed):
-            model = BertForSequenceClassification(bert_config(size_or_name, num_labels=num_labels))
+    model = _new_classifier(BertForSequenceClassification, bert_config, size_or_name, num_labels, seed)
     if from_encoder is not None:
         _load_encoder(model, from_encoder, "bert")
     return model
@@ -175,18 +177,8 @@ def electra_classifier(
     `from_encoder` is an ElectraPair (its discriminator is used, as in ELECTRA), an
     ElectraForPreTraining, a state dict with `electra.*` keys, or a `save_model` folder.
     """
-    _check_size(size_or_name)
-    if not isinstance(num_labels, int) or num_labels < 1:
-        raise ValueError(f"num_labels must be an int >= 1, got {num_labels!r}")
-    if isinstance(size_or_name, str):
-        model = ElectraForSequenceClassification.from_pretrained(
-            size_or_name, num_labels=num_labels, attn_implementation=ATTENTION
-        )
-    else:
-        with _seeded(seed):
-            model = ElectraForSequenceClassification(
-                electra_config(size_or_name, num_labels=num_labels)
-            )
+    model = _new_classifier(ElectraForSequenceClassification, electra_config, size_or_name,
+                            num_labels, seed)
     if from_encoder is not None:
         if isinstance(from_encoder, (str, Path)):
             state = load_state(from_encoder)
