@@ -295,6 +295,10 @@ class Sweep:
     models: list[str] = field(default_factory=lambda: list(MODELS))
     train_ratios: list[float] = field(default_factory=lambda: [0.125, 0.25, 0.5, 1.0])
     bd2_fractions: list[float] = field(default_factory=lambda: [0.0])
+    # Models fine-tuned at the B-D2 fractions above 0, only at the largest training size (the
+    # paper's B-D2 question is about the mixture, not the learning curve); None: all `models`
+    # at every size and fraction.
+    bd2_models: list[str] | None = None
     test_sets: list[str] = field(default_factory=lambda: list(syn.TEST_SETS))
     pool_size: int = 3200  # labelled training examples at ratio 1.0 (the paper: 100k)
     valid_size: int = 500
@@ -313,6 +317,10 @@ class Sweep:
         bad = [m for m in self.models if m not in MODELS]
         if bad or not self.models:
             raise ValueError(f"models must be a non-empty list from {MODELS}, got {self.models!r}")
+        if self.bd2_models is not None and (not self.bd2_models
+                                            or any(m not in self.models for m in self.bd2_models)):
+            raise ValueError(f"bd2_models must be None or a non-empty list from models {self.models!r}, "
+                             f"got {self.bd2_models!r}")
         bad = [t for t in self.test_sets if t not in syn.TEST_SETS]
         if bad or not self.test_sets:
             raise ValueError(f"test_sets must be a non-empty list from {syn.TEST_SETS}, got {self.test_sets!r}")
@@ -413,12 +421,15 @@ def run_sweep(setup: Setup, sweep: Sweep, seed: int, progress: bool | None = Fal
         val_tok, val_lab = training_set(lang, sweep.valid_size, sweep.length, sweep.valid_size,
                                         fraction, seed=100_000 + 10 * seed + 5)
         valid = encode(val_tok, setup.n_sets, val_lab)
-        for ratio in sweep.train_ratios:
+        ratios, models = sweep.train_ratios, sweep.models
+        if fraction > 0 and sweep.bd2_models is not None:
+            ratios, models = [max(sweep.train_ratios)], sweep.bd2_models
+        for ratio in ratios:
             size = max(2, round(ratio * sweep.pool_size))
             tok, lab = training_set(lang, sweep.pool_size, sweep.length, size, fraction,
                                     seed=100_000 + 10 * seed)
             train = encode(tok, setup.n_sets, lab)
-            for model in sweep.models:
+            for model in models:
                 clf = build_classifier(model, setup, seed, pretrained, vectors)
                 config = FinetuneConfig(max_steps=sweep.max_steps, batch_size=sweep.batch_size, lr=sweep.lr,
                                         eval_every=sweep.eval_every, patience=sweep.patience, seed=seed)

@@ -138,6 +138,20 @@ def test_tiny_sweep_rows(work):
     assert {r["train_size"] for r in rows} == {16, 32}
 
 
+def test_bd2_models_run_only_at_the_largest_size(work):
+    setup = dist.Setup(**TINY)
+    dist.pretrain_mlm(setup, "mix", progress=False)
+    sweep = dist.Sweep(models=["scratch", "with", "cbow"], train_ratios=[0.5, 1.0], bd2_fractions=[0.0, 0.5],
+                       bd2_models=["scratch", "with"], pool_size=32, valid_size=16, test_size=32,
+                       length=16, max_steps=3, eval_every=3, batch_size=8, loss_threshold=100.0)
+    rows = dist.run_sweep(setup, sweep, seed=0, log=None)
+    mixed = [r for r in rows if r["bd2_fraction"] == 0.5]
+    assert {(r["model"], r["train_size"]) for r in mixed} == {("scratch", 32), ("with", 32)}
+    assert len(rows) == (3 * 2 + 2) * 4
+    with pytest.raises(ValueError, match="bd2_models must be .*from models"):
+        dist.run_sweep(setup, dist.Sweep(models=["scratch"], bd2_models=["with"]), seed=0)
+
+
 def test_training_set_mixes_bd2_and_is_nested():
     lang = syn.make_language(syn.LanguageConfig(n_sets=12, n_states=60, n_patterns=2, pattern_length=2,
                                                 pattern_set_size=1))
