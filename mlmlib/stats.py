@@ -84,9 +84,14 @@ def paired_test(a, b, level: float = 0.95) -> PairedTest:
     return PairedTest(mean_ci(d, level), t_p, w_p)
 
 
+# A verdict needs at least this many values per interval: with two seeds whose differences
+# happen to be equal (accuracies on a few hundred examples often are), the interval has width 0.
+MIN_SEEDS = 3
+
+
 def verdict_greater(a: Interval, b: Interval, claim_holds_if_greater: bool = True) -> str:
     """Say whether interval a lies above b, below it, or overlaps (not resolved)."""
-    if a.n < 2 or b.n < 2:
+    if a.n < MIN_SEEDS or b.n < MIN_SEEDS:
         return "not resolved at this scale"
     if a.low > b.high:
         return "reproduced" if claim_holds_if_greater else "not reproduced"
@@ -97,7 +102,7 @@ def verdict_greater(a: Interval, b: Interval, claim_holds_if_greater: bool = Tru
 
 def verdict_difference(diff: Interval, positive_claim: bool = True) -> str:
     """Verdict from a paired difference's interval: above zero, below zero, or spanning it."""
-    if diff.n < 2:
+    if diff.n < MIN_SEEDS:
         return "not resolved at this scale"
     if diff.low > 0:
         return "reproduced" if positive_claim else "not reproduced"
