@@ -8,6 +8,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import torch
 from transformers import PreTrainedTokenizerFast
@@ -29,8 +30,19 @@ def _texts_digest(texts: Iterable[str], settings: dict) -> tuple[list[str], str]
     return texts, h.hexdigest()[:16]
 
 
+MIN_FREQUENCY = 2
+
+
+def _settings(vocab_size: int, min_frequency: int) -> dict:
+    return {"kind": "wordpiece-uncased", "vocab_size": vocab_size, "min_frequency": min_frequency}
+
+
+def _tokenizer_folder(vocab_size: int, digest: str) -> Path:
+    return work_dir() / "cache" / "tokenizers" / f"wordpiece-{vocab_size}-{digest}"
+
+
 def train_wordpiece(
-    texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2, cache: bool = True
+    texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = MIN_FREQUENCY, cache: bool = True
 ) -> PreTrainedTokenizerFast:
     """Train an uncased BERT WordPiece tokenizer ([PAD]=0 [UNK] [CLS] [SEP] [MASK]); cached by a hash of its inputs."""
     if vocab_size < len(SPECIAL_TOKENS) + 26:
@@ -45,9 +57,8 @@ def train_wordpiece(
         trainers,
     )
 
-    settings = {"kind": "wordpiece-uncased", "vocab_size": vocab_size, "min_frequency": min_frequency}
-    texts, digest = _texts_digest(texts, settings)
-    folder = work_dir() / "cache" / "tokenizers" / f"wordpiece-{vocab_size}-{digest}"
+    texts, digest = _texts_digest(texts, _settings(vocab_size, min_frequency))
+    folder = _tokenizer_folder(vocab_size, digest)
     if cache and (folder / "tokenizer.json").exists():
         return _wrap(Tokenizer.from_file(str(folder / "tokenizer.json")))
 
@@ -88,13 +99,41 @@ def _wrap(tok) -> PreTrainedTokenizerFast:
     )
 
 
+def _embedded_corpus_key(vocab_size: int) -> str:
+    """What the embedded tokenizer depends on, without reading the corpus: the bundle files'
+    checksums (MANIFEST.json), the code that turns them into sentences, and the settings."""
+    from mlmlib.data import corpora
+
+    manifest = json.loads((Path(corpora.__file__).parent / "embedded" / "MANIFEST.json").read_text())
+    h = hashlib.sha256(json.dumps({"vocab_size": vocab_size, "sha256": manifest["sha256"]},
+                                  sort_keys=True).encode())
+    h.update(Path(corpora.__file__).read_bytes())
+    return h.hexdigest()[:16]
+
+
 def load_tokenizer(name: str = "embedded-wordpiece-8k"):
     """Load a tokenizer: "embedded-wordpiece-<N>k" (trained on the embedded English corpus) or a hub name."""
     match = _EMBEDDED.match(name)
     if match:
+        from tokenizers import Tokenizer
+
         from mlmlib.data.corpora import load_corpus
 
-        return train_wordpiece(load_corpus("embedded-english")["train"]["text"], vocab_size=int(match.group(1)) * 1000)
+        vocab_size = int(match.group(1)) * 1000
+        # Decompressing and hashing the corpus takes seconds per process; a pointer file keyed by
+        # the bundle's checksums finds the trained tokenizer without reading the corpus.
+        pointer = work_dir() / "cache" / "tokenizers" / f"embedded-{vocab_size}-{_embedded_corpus_key(vocab_size)}.json"
+        if pointer.exists():
+            path = Path(json.loads(pointer.read_text())["tokenizer"])
+            if path.exists():
+                return _wrap(Tokenizer.from_file(str(path)))
+        from mlmlib.atomic import write_json
+
+        texts, digest = _texts_digest(load_corpus("embedded-english")["train"]["text"],
+                                      _settings(vocab_size, MIN_FREQUENCY))
+        tok = train_wordpiece(texts, vocab_size=vocab_size)
+        write_json(pointer, {"tokenizer": str(_tokenizer_folder(vocab_size, digest) / "tokenizer.json")})
+        return tok
     if name in HUB_TOKENIZERS or "/" in name:
         from transformers import AutoTokenizer
 

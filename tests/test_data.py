@@ -265,6 +265,29 @@ def test_word_ids_group_whole_words(tokenizer):
         encode(tokenizer, "one string", max_length=8)
 
 
+def test_embedded_tokenizer_is_found_without_reading_the_corpus(tmp_path, monkeypatch):
+    from datasets import Dataset, DatasetDict
+
+    from mlmlib import tokenize
+    from mlmlib.data import corpora
+
+    monkeypatch.setenv("MLMLIB_WORK", str(tmp_path))
+    reads = []
+
+    def small_corpus(name="embedded-english"):
+        reads.append(name)
+        return DatasetDict({"train": Dataset.from_dict({"text": load_task("amazon-food")["train"]["text"][:500]})})
+
+    monkeypatch.setattr(corpora, "load_corpus", small_corpus)
+    first = tokenize.load_tokenizer("embedded-wordpiece-1k")
+    second = tokenize.load_tokenizer("embedded-wordpiece-1k")
+    assert reads == ["embedded-english"] and first.get_vocab() == second.get_vocab()
+    # another bundle (its checksums are in the key) trains again
+    monkeypatch.setattr(tokenize, "_embedded_corpus_key", lambda vocab_size: "another-bundle")
+    tokenize.load_tokenizer("embedded-wordpiece-1k")
+    assert len(reads) == 2
+
+
 def test_load_tokenizer_unknown_name():
     from mlmlib.tokenize import load_tokenizer
 
