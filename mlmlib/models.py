@@ -21,6 +21,7 @@ from transformers import (
 )
 
 ATTENTION = "sdpa"  # PyTorch's fused scaled-dot-product attention, on CPU and GPU
+POOLINGS = ("cls", "mean")  # what a sequence classifier reads: the [CLS] state or the token mean
 
 
 @dataclass
@@ -147,22 +148,61 @@ def _new_classifier(cls, make_config, size_or_name, num_labels: int, seed: int |
         return cls(make_config(size_or_name, num_labels=num_labels))
 
 
+class MeanPooledClassifier(nn.Module):
+    """A sequence classifier on the mean of the encoder's token states (padding left out).
+
+    Why our own head: transformers' BERT and ELECTRA classifiers read the [CLS] state, which
+    bert-base learns through next-sentence prediction. Our small MLM-only models never train
+    [CLS] (it is never masked nor predicted), and in the smoke runs a [CLS] head fine-tuned on
+    a few hundred labels stayed at the class prior where the mean-pooled head learned.
+    The encoder is the HF classifier's own (`bert` or `electra`), so weights load as usual.
+    """
+
+    def __init__(self, classifier: PreTrainedModel, prefix: str, seed: int | None = None) -> None:
+        super().__init__()
+        self.config = classifier.config
+        self.encoder = getattr(classifier, prefix)
+        if getattr(self.encoder, "pooler", None) is not None:
+            self.encoder.pooler = None  # the [CLS] pooler is unused here
+        with _seeded(seed):
+            self.dropout = nn.Dropout(self.config.hidden_dropout_prob)
+            self.head = nn.Linear(self.config.hidden_size, self.config.num_labels)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None):
+        from transformers.modeling_outputs import SequenceClassifierOutput
+
+        states = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state
+        keep = (torch.ones_like(input_ids) if attention_mask is None else attention_mask)
+        keep = keep.unsqueeze(-1).to(states.dtype)
+        pooled = (states * keep).sum(1) / keep.sum(1).clamp_min(1.0)
+        return SequenceClassifierOutput(logits=self.head(self.dropout(pooled)))
+
+
+def _pooled(model: PreTrainedModel, prefix: str, pooling: str, seed: int | None) -> nn.Module:
+    return model if pooling == "cls" else MeanPooledClassifier(model, prefix, seed)
+
+
 def bert_classifier(
     size_or_name: ModelSize | str,
     num_labels: int,
     from_encoder: nn.Module | dict | str | Path | None = None,
     *,
     seed: int | None = None,
-) -> BertForSequenceClassification:
+    pooling: str = "cls",
+) -> BertForSequenceClassification | MeanPooledClassifier:
     """A BERT sequence classifier (num_labels=1: regression), its encoder optionally pretrained.
 
     `from_encoder` is a BertForMaskedLM (or any model with `bert.*` weights), its state dict,
     or a folder written by `save_model`; the pooler and the classification head stay random.
+    `pooling`: "cls" (transformers' head on [CLS]) or "mean" (MeanPooledClassifier).
     """
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
     model = _new_classifier(BertForSequenceClassification, bert_config, size_or_name, num_labels, seed)
     if from_encoder is not None:
         _load_encoder(model, from_encoder, "bert")
-    return model
+    return _pooled(model, "bert", pooling, seed)
 
 
 def electra_classifier(
@@ -171,12 +211,16 @@ def electra_classifier(
     from_encoder: nn.Module | dict | str | Path | None = None,
     *,
     seed: int | None = None,
-) -> ElectraForSequenceClassification:
+    pooling: str = "cls",
+) -> ElectraForSequenceClassification | MeanPooledClassifier:
     """An ELECTRA sequence classifier, its encoder optionally from a pretrained discriminator.
 
     `from_encoder` is an ElectraPair (its discriminator is used, as in ELECTRA), an
     ElectraForPreTraining, a state dict with `electra.*` keys, or a `save_model` folder.
+    `pooling`: "cls" (transformers' head on [CLS]) or "mean" (MeanPooledClassifier).
     """
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
     model = _new_classifier(ElectraForSequenceClassification, electra_config, size_or_name,
                             num_labels, seed)
     if from_encoder is not None:
@@ -188,7 +232,7 @@ def electra_classifier(
                          if k.startswith("discriminator.")}
             from_encoder = state
         _load_encoder(model, from_encoder, "electra")
-    return model
+    return _pooled(model, "electra", pooling, seed)
 
 
 class ElectraPair(nn.Module):

@@ -76,3 +76,27 @@ def test_classifier_from_encoder(tmp_path):
         bert_classifier(SIZE, 2, from_encoder=pair)  # no bert.* weights
     with pytest.raises(ValueError, match="num_labels"):
         bert_classifier(SIZE, 0)
+
+
+def test_mean_pooled_classifier_ignores_padding_and_keeps_the_encoder():
+    mlm = bert_mlm(SIZE, seed=4)
+    clf = bert_classifier(SIZE, 3, from_encoder=mlm, seed=0, pooling="mean").eval()
+    assert torch.equal(clf.encoder.encoder.layer[1].output.dense.weight,
+                       mlm.bert.encoder.layer[1].output.dense.weight)
+    assert clf.encoder.pooler is None and clf.config.num_labels == 3
+    ids = torch.tensor([[2, 10, 11, 12, 3]])
+    padded = torch.cat([ids, torch.zeros(1, 4, dtype=torch.long)], dim=1)
+    mask = (padded != 0).long()
+    with torch.no_grad():
+        short = clf(input_ids=ids, attention_mask=torch.ones_like(ids)).logits
+        long = clf(input_ids=padded, attention_mask=mask).logits
+    assert short.shape == (1, 3)
+    torch.testing.assert_close(short, long, atol=1e-5, rtol=1e-5)
+    # the head reads the mean of the token states, not the [CLS] state
+    with torch.no_grad():
+        states = clf.encoder(input_ids=ids).last_hidden_state
+        torch.testing.assert_close(short, clf.head(states.mean(1)))
+    eclf = electra_classifier(SIZE, 2, from_encoder=electra(SIZE, seed=5), pooling="mean")
+    assert eclf(input_ids=ids).logits.shape == (1, 2)
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        bert_classifier(SIZE, 2, pooling="max")
