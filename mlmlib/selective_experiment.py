@@ -12,7 +12,9 @@ The pieces (task scores in `lexicons`, calibrated word probabilities in `selecti
 5. `realised_rates` draws masks with the real `mask_tokens`; `masking_overhead` times a training
    step with random vs selective masking in one interleaved run.
 
-Arms: "none" (no continued MLM), "random" (uniform whole-word masking at the target rate),
+Arms: "scratch" (no pretraining at all: a randomly initialised encoder of the base's size, the
+floor every pretrained arm should clear), "none" (the base, no continued MLM), "random"
+(uniform whole-word masking at the target rate),
 "random-count" (Train No Evil's control: as many masked words per sentence as a selective draw
 of `count_match`), and the selective functions "step", "linear", "exponential".
 """
@@ -35,7 +37,7 @@ from mlmlib.masking import mask_tokens
 from mlmlib.tokenize import encode
 
 SELECTIVE = sel.FUNCTIONS  # ("step", "linear", "exponential")
-ARMS = ("none", "random", "random-count", *SELECTIVE)
+ARMS = ("scratch", "none", "random", "random-count", *SELECTIVE)
 LABEL_REGIMES = ("few", "all")
 
 
@@ -214,7 +216,7 @@ def prepare_arms(arms, corpus: TokenizedCorpus, scores: TaskScores | None, confi
         return sel.word_mask_probs(corpus.word_type, word_probs[function].probs)
 
     for arm in arms:
-        if arm == "none":
+        if arm in ("scratch", "none"):
             out[arm] = ArmMasking(arm, None, 0.0)
         elif arm == "random":
             probs = sel.matched_random_probs(corpus.word_type, config.target_rate)
@@ -352,8 +354,9 @@ def few_label_indices(labels: torch.Tensor, size: int, seed: int) -> torch.Tenso
     return torch.cat(picked).sort().values
 
 
-def classifier_from(mlm_model, num_labels: int, seed: int):
-    """A BERT classifier whose encoder is copied from a masked LM (its head freshly initialised)."""
+def classifier_from(mlm_model, num_labels: int, seed: int, *, pretrained: bool = True,
+                    pooling: str = "mean"):
+    """A BERT classifier of the masked LM's size; its encoder copied from it unless `pretrained=False`."""
     from mlmlib.models import ModelSize, bert_classifier
 
     c = mlm_model.config
@@ -361,16 +364,17 @@ def classifier_from(mlm_model, num_labels: int, seed: int):
                      heads=c.num_attention_heads, intermediate=c.intermediate_size,
                      max_len=c.max_position_embeddings, dropout=c.hidden_dropout_prob,
                      pad_id=c.pad_token_id or 0)
-    return bert_classifier(size, num_labels, from_encoder=mlm_model, seed=seed)
+    return bert_classifier(size, num_labels, from_encoder=mlm_model if pretrained else None,
+                           seed=seed, pooling=pooling)
 
 
 def finetune_arm(mlm_model, train: dict, validation: dict, test: dict, config, seed: int,
-                 progress: bool | None = None) -> dict:
-    """Fine-tune a classifier from the arm's encoder; best-on-validation, scored on test."""
+                 progress: bool | None = None, *, pretrained: bool = True, pooling: str = "mean") -> dict:
+    """Fine-tune a classifier from the arm's encoder (or a fresh one); best on validation, scored on test."""
     from mlmlib.finetune import evaluate, finetune
 
     num_labels = int(max(train["labels"].max(), validation["labels"].max())) + 1
-    model = classifier_from(mlm_model, num_labels, seed)
+    model = classifier_from(mlm_model, num_labels, seed, pretrained=pretrained, pooling=pooling)
     result = finetune(model, train, validation, replace(config, seed=seed), progress=progress)
     scores = evaluate(model, test)
     return {"val_accuracy": result.validation["accuracy"], "accuracy": scores["accuracy"],
@@ -435,12 +439,13 @@ def masking_overhead(model, maskings: dict[str, ArmMasking], config, *, mask_id:
 
 def run_arms(base_model, maskings: dict[tuple[str, str], ArmMasking], splits: dict[str, dict],
              pretrain_config, finetune_configs: dict, *, few_labels: int, seed: int, mask_id: int,
-             num_special: int, cache_key: dict | None = None, progress: bool | None = None) -> list[dict]:
+             num_special: int, cache_key: dict | None = None, progress: bool | None = None,
+             pooling: str = "mean") -> list[dict]:
     """Continued MLM then fine-tuning for every (arm, word list), all with the same seed; rows of results.
 
     `splits`: "train", "validation", "test" task tensors. `finetune_configs`: label regime
     ("few", "all") -> FinetuneConfig; "few" trains on a seeded stratified subset of `few_labels`
-    examples, the same for every arm of this seed.
+    examples, the same for every arm of this seed. `pooling`: the classifier head ("mean", "cls").
     """
     bad = [r for r in finetune_configs if r not in LABEL_REGIMES]
     if bad or not finetune_configs:
@@ -456,7 +461,8 @@ def run_arms(base_model, maskings: dict[tuple[str, str], ArmMasking], splits: di
         mlm_s = time.perf_counter() - t0
         for regime, ft in finetune_configs.items():
             out = finetune_arm(model, few if regime == "few" else train, splits["validation"],
-                               splits["test"], ft, seed, progress=progress)
+                               splits["test"], ft, seed, progress=progress,
+                               pretrained=arm != "scratch", pooling=pooling)
             rows.append({"arm": arm, "word_list": word_list, "labels": regime, "seed": seed,
                          "train_examples": int((few if regime == "few" else train)["labels"].shape[0]),
                          "mlm_loss": history[-1]["loss"] if history else float("nan"),

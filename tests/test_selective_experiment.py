@@ -185,3 +185,36 @@ def test_bad_word_lists(corpus, vectors):
     with pytest.raises(ValueError, match="word_list is empty"):
         se.small_word_list({}, 0, vectors)
     assert se.small_word_list({"bad": -3.0, "good": 1.0, "qqq": 4.0}, 1, vectors) == ["bad"]
+
+
+def test_run_arms_scratch_is_fresh_and_none_is_the_base(corpus, tokenizer, monkeypatch):
+    from mlmlib.finetune import FinetuneConfig
+    from mlmlib.models import ModelSize, bert_mlm
+    from mlmlib.pretrain import PretrainConfig
+
+    base = bert_mlm(ModelSize(vocab_size=len(tokenizer), hidden=16, layers=1, heads=2, max_len=64), seed=3)
+    with torch.no_grad():  # a recognisable base: every weight shifted
+        for p in base.parameters():
+            p.add_(1.0)
+    maskings = {(a, "-"): m for a, m in se.prepare_arms(["scratch", "none"], corpus, None,
+                                                         se.MaskingConfig()).items()}
+    assert all(m.data is None for m in maskings.values())
+    labels = torch.tensor([i % 2 for i in range(len(TEXTS))])
+    data = {"input_ids": corpus.data["input_ids"], "attention_mask": corpus.data["attention_mask"],
+            "labels": labels}
+    splits = {"train": data, "validation": data, "test": data}
+    seen = {}
+
+    def spy(mlm_model, num_labels, seed, *, pretrained=True, pooling="mean"):
+        clf = real(mlm_model, num_labels, seed, pretrained=pretrained, pooling=pooling)
+        seen[pretrained] = clf.encoder.embeddings.word_embeddings.weight.detach().clone()
+        return clf
+
+    real = se.classifier_from
+    monkeypatch.setattr(se, "classifier_from", spy)
+    rows = se.run_arms(base, maskings, splits, PretrainConfig(steps=1),
+                       {"few": FinetuneConfig(max_steps=1, batch_size=4, lr=1e-9)}, few_labels=8,
+                       seed=0, mask_id=tokenizer.mask_token_id, num_special=5)
+    assert [r["arm"] for r in rows] == ["scratch", "none"]
+    base_emb = base.bert.embeddings.word_embeddings.weight
+    assert torch.equal(seen[True], base_emb) and not torch.allclose(seen[False], base_emb)
