@@ -541,7 +541,9 @@ def prepare_task(name: str, tokenizer, heldout: SynonymTable, *, max_length: int
                                  rate=substitution_rate, seed=seed + 1)
         substituted["text_pair"] = other.text
         n_sub = n_sub + np.asarray(other.n_substituted)
+    counts = np.bincount(np.asarray(test["label"]))
     info = {"task": name, "train": len(train), "validation": len(validation), "test": len(test["label"]),
+            "majority_accuracy": float(counts.max() / counts.sum()),
             "substituted_per_example": float(n_sub.mean()),
             "examples_changed": float((n_sub > 0).mean()),
             "example_pairs": [list(p) for p in sub.pairs[:10]]}
@@ -551,13 +553,19 @@ def prepare_task(name: str, tokenizer, heldout: SynonymTable, *, max_length: int
         _encoded(tokenizer, test, max_length), _encoded(tokenizer, substituted, max_length), info)
 
 
-def finetune_and_test(model: torch.nn.Module, size: ModelSize, task: TaskData,
-                      config: FinetuneConfig) -> dict:
-    """Fine-tune a classifier on the pretrained encoder; clean and synonym-substituted test accuracy."""
-    if isinstance(model, ElectraPair):  # ELECTRA fine-tunes the discriminator
-        clf = electra_classifier(size, task.num_labels, from_encoder=model, seed=config.seed)
+def finetune_and_test(model: torch.nn.Module | None, size: ModelSize, task: TaskData,
+                      config: FinetuneConfig, pooling: str = "mean") -> dict:
+    """Fine-tune a classifier on the pretrained encoder; clean and synonym-substituted test accuracy.
+
+    `model=None` fine-tunes a randomly initialised encoder of `size` (ELECTRA's architecture:
+    BERT's with factorised embeddings): the no-pretraining baseline.
+    """
+    if model is None or isinstance(model, ElectraPair):  # ELECTRA fine-tunes the discriminator
+        clf = electra_classifier(size, task.num_labels, from_encoder=model, seed=config.seed,
+                                 pooling=pooling)
     else:
-        clf = bert_classifier(size, task.num_labels, from_encoder=model, seed=config.seed)
+        clf = bert_classifier(size, task.num_labels, from_encoder=model, seed=config.seed,
+                              pooling=pooling)
     with contextlib.redirect_stdout(io.StringIO()):  # quiet: one line per validation otherwise
         result = finetune(clf, task.train, task.validation, config, progress=False)
     clean = evaluate(clf, task.test)["accuracy"]
