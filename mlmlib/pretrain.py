@@ -186,7 +186,11 @@ class Objective(nn.Module):
         loss = _weighted_mean(ce, out.mlm_weights)
         if out.extra_loss is not None:
             loss = loss + out.extra_loss.reshape(())
-        stats = {"loss": loss.detach(), "acc": _accuracy(logits.detach(), targets)}
+        if predictions is None or not targets.numel():
+            acc = _accuracy(logits.detach(), targets)
+        else:  # the hook's predictions are at hand: no second pass over the vocabulary
+            acc = (predictions == targets).float().mean()
+        stats = {"loss": loss.detach(), "acc": acc}
         return loss, stats | _stat_tensors(out.stats, loss)
 
     def _electra(self, step, input_ids, attention_mask, corrupted, masked, sample_gen):

@@ -284,11 +284,12 @@ class NegativesMonitor:
             samples = torch.where(ok | (samples == step.targets), samples, torch.full_like(samples, -1))
             step = dataclasses.replace(step, samples=samples)
         out = self.inner(step)
-        fn = neg.false_negatives(step.targets, samples, self.table)
+        fn = self.inner.last_fn  # the inner hook's detection, on the same table and samples
         if step.step % self.log_every == 0 and self.top_pairs:
             self.pairs.update(zip(step.targets[fn].tolist(), samples[fn].tolist()))
-        self._pending = (step.step, step.corrupted_ids != step.input_ids,
-                         neg.to_positions(fn, step.masked, False), step.attention_mask)
+        if self._handle is not None:  # only a discriminator reads these
+            self._pending = (step.step, step.corrupted_ids != step.input_ids,
+                             neg.to_positions(fn, step.masked, False), step.attention_mask)
         # The training loop accepts only its own HookOutput class: same fields, copied over.
         return HookOutput(**{f.name: getattr(out, f.name) for f in dataclasses.fields(HookOutput)})
 

@@ -60,6 +60,15 @@ def test_mlm_learns_and_logs():
     assert history[-1]["acc"] > 0.9 and history[-1]["loss"] < history[0]["loss"]
 
 
+def test_mlm_accuracy_is_the_same_with_a_hook():
+    # with a hook the loop reuses the hook's predictions for the accuracy: same numbers
+    data = make_data(n=64)
+    runs = [pretrain(bert_mlm(SIZE, seed=0), data, cfg(steps=6, log_every=2, lr=3e-3), mask_id=MASK,
+                     num_special=NSPEC, hook=hook) for hook in (None, lambda step: None)]
+    assert [r["acc"] for r in runs[0]] == [r["acc"] for r in runs[1]]
+    assert [r["loss"] for r in runs[0]] == [r["loss"] for r in runs[1]]
+
+
 def test_electra_labels_are_exact_match():
     data = make_data()
     seen = []
