@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mlmlib import cache
+from mlmlib import cache, stats
 from mlmlib.atomic import write_json
 from mlmlib.data import synthetic as syn
 
@@ -365,12 +365,6 @@ def test_sets(lang: syn.Language, names: list[str], size: int, length: int, seed
             for i, name in enumerate(syn.TEST_SETS) if name in names}
 
 
-def class_prior(labels: np.ndarray) -> float:
-    """Majority-class accuracy: what a classifier that ignores its input gets."""
-    p = float(np.mean(labels))
-    return max(p, 1 - p)
-
-
 def build_classifier(model: str, setup: Setup, seed: int, pretrained: dict[str, Path] | None = None,
                      cbow_vectors: np.ndarray | None = None):
     """A fresh classifier for one arm: scratch, WITH, WITHOUT, shuffled WITH, or CBOW embeddings."""
@@ -440,7 +434,7 @@ def run_sweep(setup: Setup, sweep: Sweep, seed: int, progress: bool | None = Fal
                     accs[name] = acc
                     rows.append({"model": model, "bd2_fraction": fraction, "train_ratio": ratio,
                                  "train_size": size, "test_set": name, "accuracy": acc,
-                                 "prior": class_prior(labels), "steps": result.steps,
+                                 "prior": stats.class_prior(labels), "steps": result.steps,
                                  "best_step": result.best_step, "fine_tune_seed": seed})
                 if log:
                     log(f"B-D2 {fraction:.2f} | n={size:5d} | {model:8s} | steps {result.steps:4d} | "
@@ -531,8 +525,6 @@ def claims(frame, margin: float = 0.02, target: float = 0.8):
     """
     import pandas as pd
 
-    from mlmlib import stats
-
     out = []
 
     def ci(table, model):
@@ -594,8 +586,6 @@ def claims(frame, margin: float = 0.02, target: float = 0.8):
 
 def needed_text(values) -> str:
     """Examples needed over seeds: mean and interval when every seed got there, else how many did."""
-    from mlmlib import stats
-
     values = np.asarray(values, float)
     reached = np.isfinite(values)
     if reached.all():

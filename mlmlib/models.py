@@ -137,11 +137,13 @@ def _load_encoder(model: PreTrainedModel, from_encoder, prefix: str) -> None:
         )
 
 
-def _new_classifier(cls, make_config, size_or_name, num_labels: int, seed: int | None):
+def _new_classifier(cls, make_config, size_or_name, num_labels: int, seed: int | None, pooling: str):
     """A sequence classifier of class `cls`: from the hub by name, or fresh from a ModelSize."""
     _check_size(size_or_name)
     if not isinstance(num_labels, int) or num_labels < 1:
         raise ValueError(f"num_labels must be an int >= 1, got {num_labels!r}")
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
     if isinstance(size_or_name, str):
         return cls.from_pretrained(size_or_name, num_labels=num_labels, attn_implementation=ATTENTION)
     with _seeded(seed):
@@ -180,6 +182,7 @@ class MeanPooledClassifier(nn.Module):
 
 
 def _pooled(model: PreTrainedModel, prefix: str, pooling: str, seed: int | None) -> nn.Module:
+    """The classifier as transformers built it ("cls"), or its encoder under a mean-pooled head."""
     return model if pooling == "cls" else MeanPooledClassifier(model, prefix, seed)
 
 
@@ -197,9 +200,8 @@ def bert_classifier(
     or a folder written by `save_model`; the pooler and the classification head stay random.
     `pooling`: "cls" (transformers' head on [CLS]) or "mean" (MeanPooledClassifier).
     """
-    if pooling not in POOLINGS:
-        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-    model = _new_classifier(BertForSequenceClassification, bert_config, size_or_name, num_labels, seed)
+    model = _new_classifier(BertForSequenceClassification, bert_config, size_or_name, num_labels, seed,
+                            pooling)
     if from_encoder is not None:
         _load_encoder(model, from_encoder, "bert")
     return _pooled(model, "bert", pooling, seed)
@@ -219,10 +221,8 @@ def electra_classifier(
     ElectraForPreTraining, a state dict with `electra.*` keys, or a `save_model` folder.
     `pooling`: "cls" (transformers' head on [CLS]) or "mean" (MeanPooledClassifier).
     """
-    if pooling not in POOLINGS:
-        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
     model = _new_classifier(ElectraForSequenceClassification, electra_config, size_or_name,
-                            num_labels, seed)
+                            num_labels, seed, pooling)
     if from_encoder is not None:
         if isinstance(from_encoder, (str, Path)):
             state = load_state(from_encoder)

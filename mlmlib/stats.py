@@ -19,6 +19,12 @@ def seed_everything(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+def class_prior(labels) -> float:
+    """Majority-class accuracy: what a classifier that ignores its input gets (any number of classes)."""
+    counts = np.bincount(np.asarray(labels, dtype=np.int64).ravel())
+    return float(counts.max() / counts.sum())
+
+
 @dataclass
 class Interval:
     """A mean with a confidence interval over n values."""

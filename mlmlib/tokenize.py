@@ -33,20 +33,40 @@ def _texts_digest(texts: Iterable[str], settings: dict) -> tuple[list[str], str]
 MIN_FREQUENCY = 2
 
 
-def _settings(vocab_size: int, min_frequency: int) -> dict:
-    return {"kind": "wordpiece-uncased", "vocab_size": vocab_size, "min_frequency": min_frequency}
-
-
-def _tokenizer_folder(vocab_size: int, digest: str) -> Path:
-    return work_dir() / "cache" / "tokenizers" / f"wordpiece-{vocab_size}-{digest}"
-
-
 def train_wordpiece(
     texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = MIN_FREQUENCY, cache: bool = True
 ) -> PreTrainedTokenizerFast:
     """Train an uncased BERT WordPiece tokenizer ([PAD]=0 [UNK] [CLS] [SEP] [MASK]); cached by a hash of its inputs."""
     if vocab_size < len(SPECIAL_TOKENS) + 26:
         raise ValueError(f"vocab_size={vocab_size} is too small; use at least {len(SPECIAL_TOKENS) + 26}")
+    settings = {"kind": "wordpiece-uncased", "vocab_size": vocab_size, "min_frequency": min_frequency}
+    texts, digest = _texts_digest(texts, settings)
+    if not cache:
+        return _wrap(_train(texts, vocab_size, min_frequency))
+    folder = work_dir() / "cache" / "tokenizers" / f"wordpiece-{vocab_size}-{digest}"
+    return _cached(folder, lambda: _train(texts, vocab_size, min_frequency))
+
+
+def _cached(folder: Path, train):
+    """The tokenizer saved in `folder`, or train() it and save it there (atomically)."""
+    from tokenizers import Tokenizer
+
+    if (folder / "tokenizer.json").exists():
+        return _wrap(Tokenizer.from_file(str(folder / "tokenizer.json")))
+    tok = train()
+    # Write into a temporary folder, then rename: another process never sees half a tokenizer.
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent)
+    tok.save(f"{tmp}/tokenizer.json")
+    try:
+        shutil.move(tmp, folder)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)  # a concurrent run finished first
+    return _wrap(tok)
+
+
+def _train(texts: list[str], vocab_size: int, min_frequency: int):
+    """Train a `tokenizers.Tokenizer` (uncased WordPiece, BERT's special tokens and template)."""
     from tokenizers import (
         Tokenizer,
         decoders,
@@ -56,11 +76,6 @@ def train_wordpiece(
         processors,
         trainers,
     )
-
-    texts, digest = _texts_digest(texts, _settings(vocab_size, min_frequency))
-    folder = _tokenizer_folder(vocab_size, digest)
-    if cache and (folder / "tokenizer.json").exists():
-        return _wrap(Tokenizer.from_file(str(folder / "tokenizer.json")))
 
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=True, clean_text=True)
@@ -79,16 +94,7 @@ def train_wordpiece(
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
     )
-    if cache:
-        # Write into a temporary folder, then rename: another process never sees half a tokenizer.
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent)
-        tok.save(f"{tmp}/tokenizer.json")
-        try:
-            shutil.move(tmp, folder)
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)  # a concurrent run finished first
-    return _wrap(tok)
+    return tok
 
 
 def _wrap(tok) -> PreTrainedTokenizerFast:
@@ -115,25 +121,14 @@ def load_tokenizer(name: str = "embedded-wordpiece-8k"):
     """Load a tokenizer: "embedded-wordpiece-<N>k" (trained on the embedded English corpus) or a hub name."""
     match = _EMBEDDED.match(name)
     if match:
-        from tokenizers import Tokenizer
-
         from mlmlib.data.corpora import load_corpus
 
         vocab_size = int(match.group(1)) * 1000
-        # Decompressing and hashing the corpus takes seconds per process; a pointer file keyed by
-        # the bundle's checksums finds the trained tokenizer without reading the corpus.
-        pointer = work_dir() / "cache" / "tokenizers" / f"embedded-{vocab_size}-{_embedded_corpus_key(vocab_size)}.json"
-        if pointer.exists():
-            path = Path(json.loads(pointer.read_text())["tokenizer"])
-            if path.exists():
-                return _wrap(Tokenizer.from_file(str(path)))
-        from mlmlib.atomic import write_json
-
-        texts, digest = _texts_digest(load_corpus("embedded-english")["train"]["text"],
-                                      _settings(vocab_size, MIN_FREQUENCY))
-        tok = train_wordpiece(texts, vocab_size=vocab_size)
-        write_json(pointer, {"tokenizer": str(_tokenizer_folder(vocab_size, digest) / "tokenizer.json")})
-        return tok
+        # Keyed by the bundle's checksums: decompressing and hashing the corpus (seconds per
+        # process) happens only when the tokenizer has to be trained.
+        folder = work_dir() / "cache" / "tokenizers" / f"embedded-{vocab_size}-{_embedded_corpus_key(vocab_size)}"
+        return _cached(folder, lambda: _train(list(load_corpus("embedded-english")["train"]["text"]),
+                                              vocab_size, MIN_FREQUENCY))
     if name in HUB_TOKENIZERS or "/" in name:
         from transformers import AutoTokenizer
 

@@ -41,6 +41,7 @@ from mlmlib.models import (
     electra_classifier,
 )
 from mlmlib.pretrain import HookOutput, MaskedStep, PretrainConfig, pretrain
+from mlmlib.stats import class_prior
 from mlmlib.synonyms import SynonymTable, load_synonyms
 
 SYNONYM_SOURCES = ("wordnet", "nltk-wordnet")
@@ -542,9 +543,8 @@ def prepare_task(name: str, tokenizer, heldout: SynonymTable, *, max_length: int
                                  rate=substitution_rate, seed=seed + 1)
         substituted["text_pair"] = other.text
         n_sub = n_sub + np.asarray(other.n_substituted)
-    counts = np.bincount(np.asarray(test["label"]))
     info = {"task": name, "train": len(train), "validation": len(validation), "test": len(test["label"]),
-            "majority_accuracy": float(counts.max() / counts.sum()),
+            "majority_accuracy": class_prior(test["label"]),
             "substituted_per_example": float(n_sub.mean()),
             "examples_changed": float((n_sub > 0).mean()),
             "example_pairs": [list(p) for p in sub.pairs[:10]]}

@@ -39,3 +39,8 @@ def test_two_seeds_never_give_a_verdict():
     assert tied.low == tied.high > 0 and tied.n == 2
     assert stats.verdict_difference(tied) == "not resolved at this scale"
     assert stats.verdict_greater(Interval(0.8, 0.8, 0.8, 2), Interval(0.5, 0.5, 0.5, 3)) == "not resolved at this scale"
+
+
+def test_class_prior_is_the_majority_share():
+    assert stats.class_prior([0, 1, 1, 1]) == 0.75
+    assert stats.class_prior([2, 2, 0, 1, 2]) == 0.6  # any number of classes
