@@ -10,11 +10,12 @@ EXTRAS ?= vectors,dev
 PROFILE ?= smoke
 KERNEL ?= mlmlib
 
-.PHONY: book run html test lab kernel clean-runs help
+.PHONY: book run html test test-fast lab kernel clean-runs help
 
 help:
 	@echo "make book     set up .venv, run the $(PROFILE) profile, build the book"
 	@echo "make test     run the test suite"
+	@echo "make test-fast   the unit tests only (no notebooks, no book build)"
 	@echo "make lab      open the notebooks in JupyterLab with the project kernel"
 	@echo "make book PROFILE=paper   paper-scale runs (GPUs, network)"
 
@@ -41,6 +42,9 @@ html: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
+
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -q -m "not slow"
 
 lab: $(VENV)/.installed
 	$(VENV)/bin/jupyter lab notebooks/

@@ -1,7 +1,12 @@
-"""Entry point for `python -m mlmlib`."""
+"""Entry point for `python -m mlmlib`: the runs CLI, or the training benchmark (`bench`)."""
 
 import sys
 
-from mlmlib.cli import main
+if sys.argv[1:2] == ["bench"]:
+    from mlmlib import bench
+
+    sys.exit(bench.main(sys.argv[2:]) or 0)
+
+from mlmlib.runs.cli import main
 
 sys.exit(main())

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import math
 import os
+import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -43,3 +47,75 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
+
+
+def temp_name(path: str | Path, tag: str = "tmp") -> Path:
+    """A sibling name no other process on any host uses: '.<name>.<host>.<pid>.<tag>'."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.{socket.gethostname()}.{os.getpid()}.{tag}")
+
+
+def remove_dead_temps(path: str | Path, tag: str = "tmp") -> None:
+    """Delete temp_name() leftovers of `path` whose process on this host is gone (killed runs)."""
+    path = Path(path)
+    prefix = f".{path.name}.{socket.gethostname()}."
+    for leftover in path.parent.glob(f"{prefix}*.{tag}"):
+        pid = leftover.name[len(prefix):-len(tag) - 1]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            if leftover.is_dir():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
+
+
+def pid_alive(pid: int) -> bool:
+    """True when a process with this id runs on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextmanager
+def file_lock(path: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock on `path` (created if missing; never deleted, so never raced)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def without_nan(value: Any) -> tuple[Any, list[dict]]:
+    """`value` with NaN and infinities replaced by None (strict JSON), and where each one was:
+    [{"path": [key or index, ...], "value": "nan" | "inf" | "-inf"}]; with_nan() undoes it."""
+    nulls: list[dict] = []
+
+    def walk(v: Any, at: list) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            nulls.append({"path": at, "value": repr(v)})
+            return None
+        if isinstance(v, dict):
+            return {k: walk(x, [*at, k]) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [walk(x, [*at, i]) for i, x in enumerate(v)]
+        return v
+
+    return walk(value, []), nulls
+
+
+def with_nan(value: Any, nulls: list[dict]) -> Any:
+    """Put back the non-finite numbers that without_nan() replaced by None."""
+    for null in nulls:
+        *parents, last = null["path"]
+        target = value
+        for key in parents:
+            target = target[key]
+        target[last] = float(null["value"])
+    return value

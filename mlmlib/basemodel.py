@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass
 
 from mlmlib import cache
-from mlmlib.models import ModelSize, bert_mlm, load_model, save_model
+from mlmlib.models import ModelSize, bert_mlm, load_model, save_model, saved_files
 from mlmlib.pretrain import PretrainConfig, pretrain
 from mlmlib.tokenize import encode, load_tokenizer
 
@@ -69,6 +69,7 @@ def pretrained_base(config: BaseModelConfig, progress: bool | None = None):
         save_model(model, folder / "model")
         (folder / "history.json").write_text(json.dumps(history))
 
-    folder = cache.cached("base-model", asdict(config), build)
+    folder = cache.cached("base-model", asdict(config), build, code_of=__name__,
+                          expect=(*saved_files(), "history.json"))
     history = json.loads((folder / "history.json").read_text())
     return load_model(folder / "model"), tokenizer, history

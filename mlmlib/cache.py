@@ -1,7 +1,13 @@
-"""Artifacts (pretrained models, tokenizers) cached under a hash of the config that made them.
+"""Artifacts (pretrained models, tokenizers, encoded corpora) cached under a hash of what made them.
 
 Several runs share one expensive artifact (e.g. a pretrained base model used by every
-masking arm); the first run that needs it builds it, the others load it.
+masking arm); the first run that needs it builds it, the others load it. The key is the
+config AND the digest of the code that builds it (core, data and the caller's paper), so an
+edit to the training code never loads a model the old code trained.
+
+Concurrency: a builder holds a file lock, so two processes asking for one artifact at once
+build it once (the second waits, then loads). A build writes into a temporary folder named
+with host and pid and renames it into place; nothing here ever deletes a complete artifact.
 """
 
 from __future__ import annotations
@@ -10,10 +16,12 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from mlmlib.atomic import file_lock, remove_dead_temps, temp_name
+from mlmlib.code_digest import paper_of, source_digest
 from mlmlib.paths import work_dir
 
 DONE = "config.json"  # written last: its presence means the artifact is complete
@@ -25,25 +33,54 @@ def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def artifact_dir(kind: str, config: dict[str, Any]) -> Path:
-    """The folder an artifact of this kind and config lives in (complete or not)."""
-    return work_dir() / "cache" / kind / config_hash(config)
+def keyed_config(config: dict[str, Any], code_of: str) -> dict[str, Any]:
+    """The config plus the digest of the code that builds it (`code_of`: the caller's __name__)."""
+    return {**config, "_code": source_digest(paper_of(code_of))}
 
 
-def cached(kind: str, config: dict[str, Any], build: Callable[[Path], None]) -> Path:
-    """Return the artifact's folder, building it with build(tmp_folder) first if it is missing."""
-    final = artifact_dir(kind, config)
-    if (final / DONE).exists():
+def artifact_dir(kind: str, config: dict[str, Any], code_of: str) -> Path:
+    """The folder an artifact of this kind, config and building code lives in (complete or not)."""
+    return work_dir() / "cache" / kind / config_hash(keyed_config(config, code_of))
+
+
+def is_complete(folder: Path, expect: Sequence[str] = ()) -> bool:
+    """True when the artifact was finished (DONE written last) and holds every expected file."""
+    return (folder / DONE).exists() and all((folder / name).exists() for name in expect)
+
+
+def cached(kind: str, config: dict[str, Any], build: Callable[[Path], None], *, code_of: str,
+           expect: Sequence[str] = ()) -> Path:
+    """Return the artifact's folder, building it with build(tmp_folder) first if it is missing.
+
+    `code_of` is the calling module's __name__: its paper's code (with the core and data)
+    is part of the key. `expect` names files a complete artifact holds; an entry missing one
+    (damaged by hand or by a disk) is set aside and rebuilt.
+    """
+    keyed = keyed_config(config, code_of)
+    final = work_dir() / "cache" / kind / config_hash(keyed)
+    if is_complete(final, expect):
         return final
-    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
-        build(tmp)
-        (tmp / DONE).write_text(json.dumps(config, indent=1, sort_keys=True, default=str))
-        if final.exists():  # an incomplete leftover of a killed build
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with file_lock(final.with_name(f"{final.name}.lock")):
+        if is_complete(final, expect):  # another process built it while we waited
+            return final
+        if final.exists():  # damaged: moved aside, not deleted (a reader may hold its files)
+            aside = temp_name(final, "damaged")
+            print(f"cache: {final} is incomplete; set aside as {aside.name}, rebuilding")
+            shutil.rmtree(aside, ignore_errors=True)  # this process's own earlier damaged copy
+            os.replace(final, aside)
+        remove_dead_temps(final)
+        tmp = temp_name(final)
+        shutil.rmtree(tmp, ignore_errors=True)  # this process's own failed attempt
+        tmp.mkdir(parents=True)
+        try:
+            build(tmp)
+            missing = [name for name in expect if not (tmp / name).exists()]
+            if missing:  # a build that never writes what is expected would rebuild forever
+                raise RuntimeError(f"building {kind} wrote no {missing}: the build function and "
+                                   "`expect` disagree")
+            (tmp / DONE).write_text(json.dumps(keyed, indent=1, sort_keys=True, default=str))
+            os.replace(tmp, final)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return final
+

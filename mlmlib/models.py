@@ -305,6 +305,11 @@ WEIGHTS = "model.safetensors"
 CONFIG = "mlmlib_model.json"
 
 
+def saved_files(folder: str = "model") -> tuple[str, ...]:
+    """The files save_model writes into `folder` (relative): what a complete saved model holds."""
+    return (f"{folder}/{CONFIG}", f"{folder}/{WEIGHTS}")
+
+
 def save_model(model: nn.Module, path: str | Path) -> Path:
     """Save weights (safetensors) and what is needed to rebuild the model (JSON), atomically."""
     from safetensors.torch import save_model as st_save

@@ -90,28 +90,89 @@ def paired_test(a, b, level: float = 0.95) -> PairedTest:
     return PairedTest(mean_ci(d, level), t_p, w_p)
 
 
+# ---------------------------------------------------------------- verdicts
+# One vocabulary and one set of rules for every claim of every paper.
+REPRODUCED = "reproduced"
+CONTRADICTED = "contradicted"
+EQUIVALENT = "equivalent within ±delta"
+NOT_RESOLVED = "not resolved"
+VERDICTS = (REPRODUCED, CONTRADICTED, EQUIVALENT, NOT_RESOLVED)
+
 # A verdict needs at least this many values per interval: with two seeds whose differences
 # happen to be equal (accuracies on a few hundred examples often are), the interval has width 0.
 MIN_SEEDS = 3
+# A classifier has learned its task when it beats the majority class by more than this.
+LEARNED_MARGIN = 0.02
 
 
-def verdict_greater(a: Interval, b: Interval, claim_holds_if_greater: bool = True) -> str:
-    """Say whether interval a lies above b, below it, or overlaps (not resolved)."""
+def verdict(diff: Interval, direction: str = "greater", delta: float | None = None) -> str:
+    """Four-way verdict on the paper's claim about a difference a - b, from its interval.
+
+    direction "greater" (the paper says a > b) or "less": reproduced when the interval lies
+    beyond zero in the paper's direction, contradicted when beyond zero the other way,
+    equivalent within +-delta when the whole interval lies inside (-delta, delta) (two one-sided
+    tests), else not resolved. direction "at_most" (the paper says a is no better than b by
+    more than delta): reproduced when the interval lies below delta, contradicted above it.
+    direction "equivalent" (the paper says a = b within delta): reproduced inside +-delta,
+    contradicted when the interval lies wholly beyond +delta or -delta.
+    """
+    if direction not in ("greater", "less", "at_most", "equivalent"):
+        raise ValueError(f"direction={direction!r}: use 'greater', 'less', 'at_most' or 'equivalent'")
+    if delta is not None and not delta > 0:
+        raise ValueError(f"delta={delta!r}: the equivalence margin must be above 0")
+    if direction in ("at_most", "equivalent") and delta is None:
+        raise ValueError(f"direction={direction!r} needs a margin delta")
+    if diff.n < MIN_SEEDS or not np.isfinite([diff.low, diff.high]).all():
+        return NOT_RESOLVED
+    inside = delta is not None and -delta < diff.low and diff.high < delta
+    if direction == "at_most":
+        return REPRODUCED if diff.high < delta else CONTRADICTED if diff.low > delta else NOT_RESOLVED
+    if direction == "equivalent":
+        if inside:
+            return REPRODUCED
+        return CONTRADICTED if diff.low > delta or diff.high < -delta else NOT_RESOLVED
+    sign = 1 if direction == "greater" else -1
+    low, high = sorted((sign * diff.low, sign * diff.high))
+    if low > 0:
+        return REPRODUCED
+    if high < 0:
+        return CONTRADICTED
+    return EQUIVALENT if inside else NOT_RESOLVED
+
+
+def verdict_apart(a: Interval, b: Interval, direction: str = "greater") -> str:
+    """Verdict from two unpaired intervals: a above b (or below, for "less"), apart or overlapping."""
+    if direction not in ("greater", "less"):
+        raise ValueError(f"direction={direction!r}: use 'greater' or 'less'")
     if a.n < MIN_SEEDS or b.n < MIN_SEEDS:
-        return "not resolved at this scale"
-    if a.low > b.high:
-        return "reproduced" if claim_holds_if_greater else "not reproduced"
-    if a.high < b.low:
-        return "not reproduced" if claim_holds_if_greater else "reproduced"
-    return "not resolved at this scale"
+        return NOT_RESOLVED
+    above, below = a.low > b.high, a.high < b.low
+    if direction == "less":
+        above, below = below, above
+    return REPRODUCED if above else CONTRADICTED if below else NOT_RESOLVED
 
 
-def verdict_difference(diff: Interval, positive_claim: bool = True) -> str:
-    """Verdict from a paired difference's interval: above zero, below zero, or spanning it."""
-    if diff.n < MIN_SEEDS:
-        return "not resolved at this scale"
-    if diff.low > 0:
-        return "reproduced" if positive_claim else "not reproduced"
-    if diff.high < 0:
-        return "not reproduced" if positive_claim else "reproduced"
-    return "not resolved at this scale"
+def combine(verdicts) -> str:
+    """One verdict from the conditions a claim needs together.
+
+    All reproduced: reproduced. Any contradicted: contradicted. All equivalent: equivalent.
+    Anything else, and no conditions at all: not resolved.
+    """
+    verdicts = list(verdicts)
+    for v in verdicts:
+        if v not in VERDICTS:
+            raise ValueError(f"unknown verdict {v!r}; verdicts: {VERDICTS}")
+    if not verdicts:
+        return NOT_RESOLVED
+    if all(v == REPRODUCED for v in verdicts):
+        return REPRODUCED
+    if any(v == CONTRADICTED for v in verdicts):
+        return CONTRADICTED
+    if all(v == EQUIVALENT for v in verdicts):
+        return EQUIVALENT
+    return NOT_RESOLVED
+
+
+def learned(accuracy: float, prior: float, margin: float = LEARNED_MARGIN) -> bool:
+    """True when an accuracy beats the majority-class accuracy `prior` by more than `margin`."""
+    return bool(accuracy > prior + margin)

@@ -5,15 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import torch
 from transformers import PreTrainedTokenizerFast
-
-from mlmlib.paths import work_dir
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 _EMBEDDED = re.compile(r"^embedded-wordpiece-(\d+)k$")
@@ -43,26 +39,20 @@ def train_wordpiece(
     texts, digest = _texts_digest(texts, settings)
     if not cache:
         return _wrap(_train(texts, vocab_size, min_frequency))
-    folder = work_dir() / "cache" / "tokenizers" / f"wordpiece-{vocab_size}-{digest}"
-    return _cached(folder, lambda: _train(texts, vocab_size, min_frequency))
+    return _cached({**settings, "texts": digest}, lambda: _train(texts, vocab_size, min_frequency))
 
 
-def _cached(folder: Path, train):
-    """The tokenizer saved in `folder`, or train() it and save it there (atomically)."""
+def _cached(config: dict, train):
+    """The tokenizer cached under `config` (and the tokenizer code), trained with train() if missing."""
     from tokenizers import Tokenizer
 
-    if (folder / "tokenizer.json").exists():
-        return _wrap(Tokenizer.from_file(str(folder / "tokenizer.json")))
-    tok = train()
-    # Write into a temporary folder, then rename: another process never sees half a tokenizer.
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent)
-    tok.save(f"{tmp}/tokenizer.json")
-    try:
-        shutil.move(tmp, folder)
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)  # a concurrent run finished first
-    return _wrap(tok)
+    from mlmlib import cache
+
+    def build(folder: Path) -> None:
+        train().save(str(folder / "tokenizer.json"))
+
+    folder = cache.cached("tokenizers", config, build, code_of=__name__, expect=("tokenizer.json",))
+    return _wrap(Tokenizer.from_file(str(folder / "tokenizer.json")))
 
 
 def _train(texts: list[str], vocab_size: int, min_frequency: int):
@@ -117,6 +107,16 @@ def _embedded_corpus_key(vocab_size: int) -> str:
     return h.hexdigest()[:16]
 
 
+def encode_split(tokenizer, split, max_length: int = 128) -> dict[str, torch.Tensor]:
+    """A labelled split (text, optional text_pair, label) as the tensors `finetune` takes."""
+    if hasattr(split, "column_names"):  # a datasets.Dataset: its columns as lists
+        split = split.to_dict()
+    pair = list(split["text_pair"]) if split.get("text_pair") is not None else None
+    enc = encode(tokenizer, list(split["text"]), max_length=max_length, text_pair=pair)
+    out = {k: enc[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc}
+    return out | {"labels": torch.tensor(list(split["label"]), dtype=torch.long)}
+
+
 def load_tokenizer(name: str = "embedded-wordpiece-8k"):
     """Load a tokenizer: "embedded-wordpiece-<N>k" (trained on the embedded English corpus) or a hub name."""
     match = _EMBEDDED.match(name)
@@ -126,8 +126,8 @@ def load_tokenizer(name: str = "embedded-wordpiece-8k"):
         vocab_size = int(match.group(1)) * 1000
         # Keyed by the bundle's checksums: decompressing and hashing the corpus (seconds per
         # process) happens only when the tokenizer has to be trained.
-        folder = work_dir() / "cache" / "tokenizers" / f"embedded-{vocab_size}-{_embedded_corpus_key(vocab_size)}"
-        return _cached(folder, lambda: _train(list(load_corpus("embedded-english")["train"]["text"]),
+        config = {"kind": "embedded-wordpiece", "bundle": _embedded_corpus_key(vocab_size)}
+        return _cached(config, lambda: _train(list(load_corpus("embedded-english")["train"]["text"]),
                                               vocab_size, MIN_FREQUENCY))
     if name in HUB_TOKENIZERS or "/" in name:
         from transformers import AutoTokenizer

@@ -1,4 +1,8 @@
-"""End to end: the test plan through papermill, then a strict `jupyter-book build`."""
+"""End to end: the test plan through papermill, then a strict `jupyter-book build`.
+
+Assertions read the records (what the notebooks measured), and check that the rendered pages
+show those values: no assertion here can pass on a page's source code alone.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from mlmlib.plans import load_plan
+from mlmlib import stats
+from mlmlib.runs.plans import load_plan
+from mlmlib.runs.records import load_records
 
 ROOT = Path(__file__).resolve().parents[1]
+SUMMARIES = ("A4_synthetic_summary", "A6_real_summary", "B3_true_negatives_summary",
+             "C3_selective_summary")
 
 
 @pytest.mark.slow
@@ -18,15 +26,38 @@ def test_test_profile_runs_and_book_renders_with_figures(tmp_path):
     run = subprocess.run([sys.executable, "-m", "mlmlib", "run", "--profile", "test", "--force"],
                          cwd=ROOT, capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    plan = load_plan("test")
+    records = load_records("test", root=ROOT)
+    assert sorted(records["run_id"]) == sorted(f"{r.notebook}/{r.slug}" for r in plan.runs)
+    assert records["code_version"].str.len().eq(16).all()
+
+    # the measured values: well-formed, from the vocabulary, and consistent with their inputs
+    a1 = records.set_index("notebook").loc["A1_synthetic_data"]
+    assert a1["property_present_in_mix"] in stats.VERDICTS
+    assert a1["labels_invariant_under_swap"] is True
+    mix = {r["pairs"]: r for r in a1["similarity"] if r["corpus"] == "mix"}
+    assert mix["synonyms"]["mean cosine"] > mix["random pairs"]["mean cosine"]
+    for notebook in SUMMARIES:
+        summary = records.set_index("notebook").loc[notebook]
+        verdicts = [c["verdict"] for c in summary["claims"]]
+        assert verdicts, f"{notebook}: no claim rows"
+        assert set(verdicts) <= set(stats.VERDICTS) | {"excluded: model at chance"}, notebook
+    a4 = records.set_index("notebook").loc["A4_synthetic_summary"]
+    # two fine-tuning seeds in the test plan: below the minimum, so nothing can be resolved
+    assert {c["verdict"] for c in a4["claims"]} == {stats.NOT_RESOLVED}
+
     build = subprocess.run([sys.executable, "-m", "mlmlib", "book", "--profile", "test",
                             "--output", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, check=False)
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     html = tmp_path / "_build" / "html"
     assert (html / "index.html").exists()
-    for run_ in load_plan("test").runs:
+    for run_ in plan.runs:
         page = html / "book" / "runs" / "test" / run_.notebook / f"{run_.slug}.html"
         assert page.exists(), f"missing page {page}"
-    a1 = (html / "book" / "runs" / "test" / "A1_synthetic_data" / "seed-0.html").read_text()
-    assert a1.count("<img") >= 2 and "reproduced" in a1
+    a1_page = (html / "book" / "runs" / "test" / "A1_synthetic_data" / "seed-0.html").read_text()
+    assert a1_page.count("<img") >= 2
+    syn = mix["synonyms"]  # the page prints the interval its record holds
+    assert f"{syn['mean cosine']:.3f} [{syn['95% CI low']:.3f}, {syn['95% CI high']:.3f}]" in a1_page
+    assert f"-&gt; {a1['property_present_in_mix']}" in a1_page
     chapter = (html / "book" / "paper_a.html").read_text()
     assert "A1_synthetic_data/seed-0.html" in chapter  # the run is linked from its chapter

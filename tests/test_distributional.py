@@ -1,15 +1,16 @@
-"""Paper A's synthetic experiment: controls, convergence check, early errors, analysis helpers."""
+"""Paper A's synthetic experiment: controls, convergence check, early errors, notebook defaults."""
 
 from __future__ import annotations
 
-import math
+from dataclasses import fields
 
 import numpy as np
 import pytest
 import torch
 
-from mlmlib import distributional as dist
 from mlmlib.data import synthetic as syn
+from mlmlib.papers.distributional import synthetic as dist
+from mlmlib.runs.plans import notebook_parameters, notebooks_dir
 
 TINY = {"n_sets": 12, "n_states": 60, "n_patterns": 2, "pattern_length": 2, "pattern_set_size": 1,
             "corpus_size": 64, "corpus_length": 16, "hidden": 16, "layers": 1, "heads": 2, "max_len": 40,
@@ -161,14 +162,56 @@ def test_training_set_mixes_bd2_and_is_nested():
     assert np.array_equal(small[:10], big[:10])
 
 
-def test_examples_needed_and_area():
-    sizes, accs = [100, 200, 400, 800], [0.6, 0.7, 0.8, 0.9]
-    assert dist.examples_needed(sizes, accs, 0.75) == pytest.approx(math.sqrt(200 * 400))
-    assert dist.examples_needed(sizes, accs, 0.5) == 100
-    assert dist.examples_needed(sizes, accs, 0.95) == math.inf
-    assert dist.learning_curve_area(sizes, accs) == pytest.approx(0.75)
-    from mlmlib.stats import Interval
+# ---------------------------------------------------------------- notebook defaults
 
-    assert dist.verdict_at_most(Interval(0.0, -0.01, 0.01, 3), 0.02) == "reproduced"
-    assert dist.verdict_at_most(Interval(0.1, 0.05, 0.15, 3), 0.02) == "not reproduced"
-    assert dist.verdict_at_most(Interval(0.02, 0.0, 0.04, 3), 0.02) == "not resolved at this scale"
+
+def _passed_to():
+    """Per notebook, {parameter: (dataclass, field)} for each parameter its code passes straight to a field."""
+    from mlmlib.basemodel import BaseModelConfig
+    from mlmlib.finetune import FinetuneConfig
+
+    setup = {f.name: (dist.Setup, f.name) for f in fields(dist.Setup)}
+    sweep = {name: (dist.Sweep, name) for name in ("models", "train_ratios", "test_sets", "pool_size",
+                                                   "valid_size", "test_size", "length", "max_steps",
+                                                   "eval_every", "patience", "loss_threshold")}
+    base = {f"base_{name}": (BaseModelConfig, name) for name in ("steps", "hidden", "layers", "heads",
+                                                                  "max_sentences", "max_length")}
+    return {
+        "A2_synthetic_pretrain": {**{k: v for k, v in setup.items() if k != "pretrain_seed"},
+                                  "seed": (dist.Setup, "pretrain_seed")},
+        "A3_synthetic_finetune": {**setup, **sweep, "ft_lr": (dist.Sweep, "lr"),
+                                  "ft_batch_size": (dist.Sweep, "batch_size"),
+                                  "cbow_window": (dist.CbowConfig, "window"),
+                                  "cbow_epochs": (dist.CbowConfig, "epochs")},
+        "A5_real_finetune_perturb": {**base, "base_model": (BaseModelConfig, "name"),
+                                     "base_tokenizer": (BaseModelConfig, "tokenizer"),
+                                     "batch_size": (FinetuneConfig, "batch_size"),
+                                     "seed": (FinetuneConfig, "seed")},
+    }
+
+
+# Parameters named like a field they are passed to whose notebook default is knowingly another value.
+DIFFERENT = {
+    # Sweep's default is the plain sweep without B-D2 mixtures; A3's is the smoke experiment's mixture.
+    ("A3_synthetic_finetune", "bd2_fractions"), ("A3_synthetic_finetune", "bd2_models"),
+    # FinetuneConfig's defaults are the core's (the paper recipe); A5's fit its small embedded base.
+    ("A5_real_finetune_perturb", "epochs"), ("A5_real_finetune_perturb", "lr"),
+}
+# Parameters named like a field of a dataclass the notebook uses but passed to none of them.
+NOT_PASSED = {("A5_real_finetune_perturb", "max_length")}  # the classifier's input length, not the base's
+
+
+@pytest.mark.parametrize("notebook", sorted(_passed_to()))
+def test_notebook_defaults_equal_the_dataclass_defaults(notebook):
+    params = notebook_parameters(str(notebooks_dir() / f"{notebook}.ipynb"))
+    passed = _passed_to()[notebook]
+    for name, (cls, field) in passed.items():
+        assert name in params, f"{notebook}: no parameter {name!r} (passed to {cls.__name__}.{field})"
+        default = getattr(cls(), field)
+        assert params[name] == default, (f"{notebook}: parameter {name!r} = {params[name]!r}, but "
+                                         f"{cls.__name__}.{field} defaults to {default!r}")
+    # every parameter named like a field of these dataclasses is compared or knowingly left out
+    named = {f.name for cls, _ in passed.values() for f in fields(cls)}
+    known = {n for nb, n in DIFFERENT | NOT_PASSED if nb == notebook}
+    unchecked = {n for n in params if n in named and n not in passed} - known
+    assert not unchecked, f"{notebook}: parameters {sorted(unchecked)} are named like a dataclass field but not compared"

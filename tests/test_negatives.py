@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mlmlib import negatives as neg
+from mlmlib.papers.true_negatives import negatives as neg
 
 VOCAB = ["[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]", "good", "great", "fine", "bad",
          "##ness", "car", "auto", "happy", "glad", "red"]

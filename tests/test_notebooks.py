@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mlmlib.plans import available_profiles, load_plan, notebook_parameters
+from mlmlib.runs.plans import available_profiles, load_plan, notebook_parameters
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = sorted((ROOT / "notebooks").glob("*.ipynb"))

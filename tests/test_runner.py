@@ -14,12 +14,12 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from mlmlib import plans
-from mlmlib.plans import PlanError, load_plan
+from mlmlib.runs import plans
+from mlmlib.runs.plans import PlanError, load_plan
 
 BODY = """
 import time
-from mlmlib import results
+from mlmlib.runs import records as results
 time.sleep(sleep)
 if x == fail_on:
     raise RuntimeError(f"failing on purpose for x={x}")
@@ -191,3 +191,124 @@ def test_a_second_batch_skips_everything(project):
                "  - notebook: toy\n    grid: {x: [2]}\n")  # a run after the summary
     assert "3 ran" in _cli(root, "run", "--profile", "p").stdout
     assert "0 ran, 3 skipped" in _cli(root, "run", "--profile", "p").stdout
+
+
+# ---------------------------------------------------------------- reliability
+
+RESUMABLE = """
+from pathlib import Path
+from mlmlib.runs import records as results
+marker = Path(run_dir) / "checkpoint.txt"
+resumed = marker.exists()  # a checkpoint left by an earlier run of the same work folder
+marker.write_text(str(x))
+results.save_metrics(run_dir, {"resumed": resumed, "x": x, "ratio": float("nan") if x < 0 else x})
+"""
+
+
+def _resumable(root: Path, extra: str = "") -> None:
+    nb = new_notebook(cells=[new_markdown_cell("# Resumable"),
+                             new_code_cell('x = 1\nlam = 1.0\nrun_dir = ""', metadata={"tags": ["parameters"]}),
+                             new_code_cell(RESUMABLE + extra)])
+    nb.metadata["kernelspec"] = {"name": "mlmlib", "display_name": "mlmlib", "language": "python"}
+    nbformat.write(nb, root / "notebooks" / "res.ipynb")
+
+
+def _record(root: Path, name: str) -> dict:
+    return json.loads((root / "book" / "runs" / "p" / name).read_text())
+
+
+def test_changed_parameter_or_code_never_resumes_an_old_checkpoint(project):
+    root, write_plan = project
+    _resumable(root)
+    write_plan("notebooks:\n  - notebook: res\n    grid: {x: [1]}\n")
+    assert _cli(root, "run", "--profile", "p").returncode == 0
+    assert _record(root, "res/x-1.json")["metrics"]["resumed"] is False
+    assert _cli(root, "run", "--profile", "p", "--force").returncode == 0  # same key: resumes
+    assert _record(root, "res/x-1.json")["metrics"]["resumed"] is True
+    write_plan("notebooks:\n  - notebook: res\n    grid: {x: [1]}\n    params: {lam: 5.0}\n")
+    out = _cli(root, "run", "--profile", "p")
+    assert "1 ran" in out.stdout and _record(root, "res/x-1.json")["metrics"]["resumed"] is False
+    _resumable(root, extra="\n# one changed line of code\n")
+    out = _cli(root, "run", "--profile", "p")
+    assert "1 ran" in out.stdout and _record(root, "res/x-1.json")["metrics"]["resumed"] is False
+    assert len(list((root / ".work" / "p" / "res" / "x-1").iterdir())) == 1  # stale ones removed
+
+
+def test_records_are_strict_json_and_read_back_with_their_nan(project):
+    root, write_plan = project
+    _resumable(root)
+    write_plan("notebooks:\n  - notebook: res\n    grid: {x: [-1]}\n")
+    assert _cli(root, "run", "--profile", "p").returncode == 0
+    text = (root / "book" / "runs" / "p" / "res" / "x--1.json").read_text()
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"record holds {c}"))
+    assert json.loads(text)["non_finite"] == [{"path": ["metrics", "ratio"], "value": "nan"}]
+    from mlmlib.runs.records import load_records
+    table = load_records("p", root=root)
+    assert table["ratio"].isna().all() and table["x"].tolist() == [-1]
+
+
+def test_damaged_record_is_named_and_rerun(project):
+    root, write_plan = project
+    write_plan("notebooks:\n  - notebook: toy\n    grid: {x: [1, 3]}\n")
+    assert _cli(root, "run", "--profile", "p").returncode == 0
+    path = root / "book" / "runs" / "p" / "toy" / "x-1.json"
+    path.write_text(path.read_text()[:40])  # truncated
+    status = _cli(root, "status", "--profile", "p")
+    assert status.returncode == 0 and str(path) in status.stdout and "1 finished runs" in status.stdout
+    again = _cli(root, "run", "--profile", "p")
+    assert "run  toy/x-1" in again.stdout and "damaged record" in again.stdout
+    assert json.loads(path.read_text())["metrics"]["doubled"] == 2
+
+
+def test_failed_rerun_supersedes_and_success_clears(project):
+    root, write_plan = project
+    _notebook(root / "notebooks" / "rate.ipynb",
+              'x = 1.0\nfail_on = -1.0\nsleep = 0.0\nitems = []\nrun_dir = ""')
+    write_plan("notebooks:\n  - notebook: rate\n    grid: {x: [1.5, 1.25]}\n")
+    assert _cli(root, "run", "--profile", "p").returncode == 0
+    runs = root / "book" / "runs" / "p"
+    write_plan("notebooks:\n  - notebook: rate\n    grid: {x: [1.5, 1.25]}\n    params: {fail_on: 1.5}\n")
+    out = _cli(root, "run", "--profile", "p")
+    assert out.returncode == 1 and "superseded" in out.stdout
+    assert not (runs / "rate" / "x-1.5.json").exists()  # not presented as current
+    assert (runs / "_superseded" / "rate__x-1.5.json").exists()
+    assert (runs / "_failed" / "rate__x-1.5.error.txt").exists()  # whole slug kept
+    write_plan("notebooks:\n  - notebook: rate\n    grid: {x: [1.5, 1.25]}\n    params: {fail_on: 1.25}\n")
+    _cli(root, "run", "--profile", "p")
+    assert (runs / "_failed" / "rate__x-1.25.error.txt").exists()
+    assert (runs / "_failed" / "rate__x-1.5.error.txt").exists() is False  # the success cleared it
+    assert not (runs / "_superseded" / "rate__x-1.5.json").exists()
+    status = _cli(root, "status", "--profile", "p").stdout
+    assert "1 finished runs" in status and "FAILED rate__x-1.25" in status and "x-1.5:" not in status
+
+
+def test_record_fields_are_not_overwritten_by_parameters(project):
+    root, write_plan = project
+    _notebook(root / "notebooks" / "summary.ipynb",
+              'x = 0\nfail_on = -1\nsleep = 0.0\nitems = []\nprofile = "other"\nrun_dir = ""')
+    write_plan("notebooks:\n  - notebook: summary\n    params: {profile: other}\n")
+    assert _cli(root, "run", "--profile", "p").returncode == 0
+    from mlmlib.runs.records import load_records
+    row = load_records("p", root=root).iloc[0]
+    assert row["profile"] == "p" and row["params.profile"] == "other"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("notebooks:\n  - notebook: toy\n    params: {x: null}\n", "x = null"),
+    ("notebooks:\n  - notebook: toy\n    params: {items: [1, 'a']}\n", r"items\[1\] = 'a'"),
+    ("notebooks:\n  - notebook: ../toy\n", "no '/' or '..'"),
+])
+def test_more_bad_plans_fail_early(project, text, message):
+    _root, write_plan = project
+    write_plan(text)
+    with pytest.raises(PlanError, match=message):
+        load_plan("p")
+
+
+def test_unknown_or_unsafe_profiles_are_refused(project):
+    root, _write_plan = project
+    for args in (("book", "--profile", "nope"), ("status", "--profile", "nope"),
+                 ("run", "--profile", "../x")):
+        out = _cli(root, *args)
+        assert out.returncode == 2 and "profile" in out.stderr, args
+    assert not (root.parent / "x").exists()

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from mlmlib import lexicons
-from mlmlib import selective as sel
+from mlmlib.papers.selective_masking import lexicons
+from mlmlib.papers.selective_masking import selective as sel
 
 WORDS = ["good", "great", "bad", "table", "chair", "Awful", "zzz"]
 VECS = (["good", "great", "bad", "awful", "table", "chair", "nice"],

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
-from mlmlib import selective_experiment as se
 from mlmlib.masking import mask_tokens
+from mlmlib.papers.selective_masking import experiment as se
+from mlmlib.runs.plans import notebook_parameters
 
 TEXTS = [
     "this coffee is absolutely delicious and the price was great",
@@ -50,7 +55,7 @@ def vectors():
 
 @pytest.fixture(scope="module")
 def scores(corpus, vectors):
-    from mlmlib.lexicons import task_scores
+    from mlmlib.papers.selective_masking.lexicons import task_scores
 
     return task_scores(corpus.words, ["good", "bad"], vectors)
 
@@ -122,7 +127,7 @@ def test_count_control_matches_a_selective_draw(corpus, scores):
     gen = torch.Generator().manual_seed(0)
     data = se._count_matched_data(arm.data["mask_prob"], corpus, 3, torch.Generator().manual_seed(0))
     # redo the same draws to compare the per-sentence word counts
-    from mlmlib import selective as sel
+    from mlmlib.papers.selective_masking import selective as sel
 
     wid = corpus.data["word_ids"]
     for copy in range(3):
@@ -169,7 +174,7 @@ def test_bad_arms(corpus, scores):
 
 
 def test_unknown_function_and_unreachable_rate(corpus, scores):
-    from mlmlib import selective as sel
+    from mlmlib.papers.selective_masking import selective as sel
 
     with pytest.raises(ValueError, match="function must be one of"):
         sel.masking_weights(scores.scores, "cubic")
@@ -218,3 +223,27 @@ def test_run_arms_scratch_is_fresh_and_none_is_the_base(corpus, tokenizer, monke
     assert [r["arm"] for r in rows] == ["scratch", "none"]
     base_emb = base.bert.embeddings.word_embeddings.weight
     assert torch.equal(seen[True], base_emb) and not torch.allclose(seen[False], base_emb)
+
+
+# MaskingConfig fields the notebooks pass a parameter of another name
+PARAM_OF_FIELD = {"list_size": "word_list_size"}
+
+
+@pytest.mark.parametrize("notebook, expected", [
+    ("C1_task_scores", {"target_rate", "tau", "ratio", "p_min", "p_max", "beta", "score_method",
+                        "vectors", "word_list", "word_list_size"}),
+    ("C2_selective_mlm", {"target_rate", "tau", "ratio", "p_min", "p_max", "beta", "score_method",
+                          "vectors", "word_list_size", "count_match", "count_copies", "pooling"}),
+])
+def test_notebook_defaults_are_the_library_defaults(notebook, expected):
+    # the parameters cell repeats the library's defaults so that the page shows them; they must agree
+    path = Path(__file__).resolve().parents[1] / "notebooks" / f"{notebook}.ipynb"
+    params = notebook_parameters(str(path))
+    defaults = {PARAM_OF_FIELD.get(f.name, f.name): (f"MaskingConfig.{f.name}", f.default)
+                for f in dataclasses.fields(se.MaskingConfig)}
+    defaults["pooling"] = ("run_arms(pooling=)", inspect.signature(se.run_arms).parameters["pooling"].default)
+    checked = set(defaults) & set(params)
+    assert checked == expected  # a renamed parameter or field must be noticed, not skipped
+    wrong = [f"{name} = {params[name]!r} but {where} = {default!r}"
+             for name, (where, default) in defaults.items() if name in params and params[name] != default]
+    assert not wrong, f"{notebook}: " + "; ".join(wrong)

@@ -23,22 +23,69 @@ def test_paired_test_uses_the_per_seed_differences():
         stats.paired_test([1, 2, 3], [1, 2])
 
 
-def test_verdicts_from_intervals():
-    above, below, spans = Interval(0.02, 0.01, 0.03, 5), Interval(-0.02, -0.03, -0.01, 5), Interval(0, -1, 1, 5)
-    assert stats.verdict_difference(above) == "reproduced"
-    assert stats.verdict_difference(below) == "not reproduced"
-    assert stats.verdict_difference(below, positive_claim=False) == "reproduced"
-    assert stats.verdict_difference(spans) == "not resolved at this scale"
-    assert stats.verdict_greater(Interval(0.8, 0.75, 0.85, 3), Interval(0.5, 0.45, 0.55, 3)) == "reproduced"
-    assert stats.verdict_greater(Interval(0.5, 0.45, 0.55, 3), Interval(0.8, 0.75, 0.85, 3)) == "not reproduced"
+R, C, E, N = stats.REPRODUCED, stats.CONTRADICTED, stats.EQUIVALENT, stats.NOT_RESOLVED
+
+
+@pytest.mark.parametrize("low, high, direction, delta, expected", [
+    (0.01, 0.03, "greater", None, R),
+    (-0.03, -0.01, "greater", None, C),
+    (-0.03, -0.01, "less", None, R),
+    (0.01, 0.03, "less", None, C),
+    (-1.0, 1.0, "greater", None, N),
+    (0.0, 0.03, "greater", None, N),        # touching zero is not beyond it
+    (-0.005, 0.008, "greater", 0.01, E),    # inside +-delta: equivalent
+    (-0.01, 0.008, "greater", 0.01, N),     # on the edge of delta is not inside it
+    (-0.005, 0.02, "greater", 0.01, N),
+    (0.002, 0.008, "greater", 0.01, R),     # beyond zero wins over "inside delta"
+    (-0.02, 0.01, "at_most", 0.02, R),      # "no better by more than delta"
+    (0.03, 0.05, "at_most", 0.02, C),
+    (0.01, 0.03, "at_most", 0.02, N),
+    (-0.01, 0.01, "equivalent", 0.02, R),
+    (0.03, 0.05, "equivalent", 0.02, C),
+    (-0.05, -0.03, "equivalent", 0.02, C),
+    (0.01, 0.03, "equivalent", 0.02, N),
+])
+def test_four_way_verdict_on_hand_made_intervals(low, high, direction, delta, expected):
+    assert stats.verdict(Interval((low + high) / 2, low, high, 5), direction, delta) == expected
+
+
+def test_verdict_refuses_bad_input():
+    diff = Interval(0.0, -0.01, 0.01, 5)
+    for kwargs, message in (({"direction": "up"}, "direction='up'"),
+                            ({"delta": 0.0}, "delta=0.0"), ({"delta": -1.0}, "delta=-1.0"),
+                            ({"direction": "at_most"}, "needs a margin delta")):
+        with pytest.raises(ValueError, match=message):
+            stats.verdict(diff, **kwargs)
+
+
+def test_unpaired_intervals_apart_or_overlapping():
+    high, low = Interval(0.8, 0.75, 0.85, 3), Interval(0.5, 0.45, 0.55, 3)
+    assert stats.verdict_apart(high, low) == R and stats.verdict_apart(low, high) == C
+    assert stats.verdict_apart(low, high, "less") == R
+    assert stats.verdict_apart(high, Interval(0.8, 0.7, 0.9, 3)) == N
 
 
 def test_two_seeds_never_give_a_verdict():
     # two seeds with the same difference: an interval of width zero, not evidence
     tied = stats.paired_test([0.70, 0.72], [0.69, 0.71]).diff
     assert tied.low == tied.high > 0 and tied.n == 2
-    assert stats.verdict_difference(tied) == "not resolved at this scale"
-    assert stats.verdict_greater(Interval(0.8, 0.8, 0.8, 2), Interval(0.5, 0.5, 0.5, 3)) == "not resolved at this scale"
+    assert stats.verdict(tied) == N and stats.verdict(tied, "at_most", 0.5) == N
+    assert stats.verdict_apart(Interval(0.8, 0.8, 0.8, 2), Interval(0.5, 0.5, 0.5, 3)) == N
+    assert stats.verdict(Interval(0.02, 0.01, 0.03, stats.MIN_SEEDS)) == R
+
+
+def test_combine_never_calls_nothing_reproduced():
+    assert stats.combine([]) == N
+    assert stats.combine([R, R]) == R and stats.combine([R, C]) == C and stats.combine([R, N]) == N
+    assert stats.combine([E, E]) == E and stats.combine([E, R]) == N
+    with pytest.raises(ValueError, match="unknown verdict"):
+        stats.combine(["not reproduced"])
+
+
+def test_learned_means_above_the_prior_by_the_margin():
+    assert stats.learned(0.70, 0.66) and not stats.learned(0.67, 0.66)
+    assert not stats.learned(0.66 + stats.LEARNED_MARGIN, 0.66)
+    assert stats.learned(0.67, 0.66, margin=0.005)
 
 
 def test_class_prior_is_the_majority_share():

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import re
 
+import nbformat
 import pytest
 import torch
 
-from mlmlib import negatives as neg
-from mlmlib import true_negatives as tn
+from mlmlib.data.synonyms import SynonymTable, load_synonyms
+from mlmlib.finetune import FinetuneConfig
 from mlmlib.models import ModelSize, electra
+from mlmlib.papers.true_negatives import experiment as tn
+from mlmlib.papers.true_negatives import negatives as neg
 from mlmlib.pretrain import Objective, PretrainConfig
-from mlmlib.synonyms import SynonymTable, load_synonyms
+from mlmlib.runs.plans import notebook_parameters, notebooks_dir
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 MASK = 4
@@ -160,6 +165,50 @@ def test_pretrain_arm_logs_false_negative_statistics():
     assert rows[0]["arm"] == "electra/shield" and rows[0]["generator_acc"] is not None
 
 
+def _arm_run(tmp_path, arm=tn.ArmConfig("electra", "shield"), kill_at=None):
+    """pretrain_arm with checkpoints every 2 steps; kill_at: the step at which it is killed."""
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(len(SPECIALS), len(VOCAB) - 2, (16, 12), generator=gen)
+    data = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    tables = tn.Tables(all_pairs(), SynonymTable({}), "test")
+    config = PretrainConfig(steps=6, batch_size=8, log_every=3, seed=0, checkpoint_every=2)
+    monitor_call = tn.NegativesMonitor.__call__
+
+    def killing(self, step):
+        if step.step == kill_at:
+            raise KeyboardInterrupt("killed")
+        return monitor_call(self, step)
+
+    with pytest.MonkeyPatch.context() as mp:
+        if kill_at:
+            mp.setattr(tn.NegativesMonitor, "__call__", killing)
+        result = tn.pretrain_arm(arm, tables, VOCAB, data, SIZE, config, mask_id=MASK,
+                                 num_special=len(SPECIALS), generator_fraction=0.5,
+                                 checkpoint_dir=tmp_path)
+    drop = ("tokens_per_s", "wall_s")
+    return [{k: v for k, v in r.items() if k not in drop} for r in result.history], \
+        result.top_false_negatives
+
+
+def test_a_killed_or_finished_arm_reruns_to_the_same_statistics(tmp_path):
+    full = _arm_run(tmp_path / "full")
+    assert "disc_acc_replaced" in full[0][0] and full[1]
+    # killed at step 5 (after the checkpoint of step 4): the resumed run records the same rows
+    with pytest.raises(KeyboardInterrupt):
+        _arm_run(tmp_path / "killed", kill_at=5)
+    assert _arm_run(tmp_path / "killed") == full
+    # already finished (killed later, during fine-tuning): training returns at once, same rows
+    assert _arm_run(tmp_path / "full") == full
+
+
+def test_another_arm_never_resumes_this_arms_checkpoint(tmp_path, capsys):
+    _arm_run(tmp_path)
+    capsys.readouterr()
+    other = _arm_run(tmp_path, arm=tn.ArmConfig("electra", "shield", lam=5.0))
+    assert "set aside" in capsys.readouterr().out
+    assert other == _arm_run(tmp_path / "fresh", arm=tn.ArmConfig("electra", "shield", lam=5.0))
+
+
 # --------------------------------------------------------------- bad input
 
 
@@ -187,3 +236,136 @@ def test_source_without_network_names_the_embedded_alternative(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ValueError, match="glove-6b-50d"):
         tn.load_source("word2vec-google-news-300")
+
+
+# --------------------------------------------------------------- B1's driver
+
+
+def toy_task(name: str = "toy", n: int = 16) -> tn.TaskData:
+    """A two-class task over the toy vocabulary, already encoded."""
+    gen = torch.Generator().manual_seed(1)
+
+    def split():
+        ids = torch.randint(len(SPECIALS), len(VOCAB) - 2, (n, 10), generator=gen)
+        ids[:, 0], ids[:, -1] = 2, 3
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids),
+                "labels": torch.randint(0, 2, (n,), generator=gen)}
+
+    return tn.TaskData(name, 2, split(), split(), split(), split(), {"task": name})
+
+
+def toy_setup():
+    ids = torch.randint(len(SPECIALS), len(VOCAB) - 2, (16, 12), generator=torch.Generator().manual_seed(0))
+    data = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    tables = {"wordnet": tn.Tables(all_pairs(), SynonymTable({}), "wordnet")}
+    config = PretrainConfig(steps=2, batch_size=8, log_every=1, seed=3)
+    finetune_configs = [FinetuneConfig(epochs=1, batch_size=8, seed=s) for s in (0, 1)]
+    return data, tables, config, finetune_configs
+
+
+def untimed(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in ("wall_s", "finetune_s", "step_ms")} for r in rows]
+
+
+def test_run_arms_gives_the_rows_of_the_notebook_loop_it_replaced():
+    data, tables, config, fts = toy_setup()
+    arms = [tn.parse_arm("electra/shield"), tn.parse_arm("mlm/none")]
+    tasks = [toy_task()]
+    # the loop as B1's notebook ran it (no warm start: it is cached on disk)
+    training, downstream = [], []
+    for arm in arms:
+        result = tn.pretrain_arm(arm, tables["wordnet"], VOCAB, data, SIZE, config, mask_id=MASK,
+                                 num_special=len(SPECIALS), generator_fraction=0.5, model=None)
+        training += tn.history_rows(result, config.seed)
+        for task in tasks:
+            for ft in fts:
+                row = tn.finetune_and_test(result.model, SIZE, task, ft)
+                downstream.append({"arm": arm.name, "objective": arm.objective, "method": arm.method,
+                                   "pretrain_seed": config.seed, **row})
+    for task in tasks:
+        for ft in fts:
+            downstream.append({"arm": "scratch", "objective": "scratch", "method": "none",
+                               "pretrain_seed": config.seed, **tn.finetune_and_test(None, SIZE, task, ft)})
+    runs = tn.run_arms(arms, tables, VOCAB, tasks, data, SIZE, config, fts, source="wordnet",
+                       mask_id=MASK, num_special=len(SPECIALS), generator_fraction=0.5, data_key={},
+                       log=None)
+    assert untimed(runs.training) == untimed(training)
+    assert untimed(runs.downstream) == untimed(downstream)
+    assert [r["arm"] for r in runs.arms] == ["electra/shield", "mlm/none"]
+    assert len(runs.downstream) == (len(arms) + 1) * len(tasks) * len(fts)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"arms": []}, "parameter arms must be a non-empty list"),
+    ({"tasks": []}, "parameter tasks must be a non-empty list"),
+    ({"finetune_configs": []}, "parameter finetune_seeds must be a non-empty list"),
+    ({"finetune_configs": [FinetuneConfig(seed=0), FinetuneConfig(seed=0)]}, "finetune_seeds lists a value twice"),
+    ({"pooling": "max"}, "parameter pooling"),
+    ({"arms": [tn.parse_arm("electra/shield@glove-6b-50d")]}, r"no entry for source\(s\) \['glove-6b-50d'\]"),
+])
+def test_run_arms_checks_its_input_before_training(change, message):
+    # data, size and config are None: any training would fail with another error
+    kwargs = {"arms": [tn.parse_arm("electra/none")], "tables": {"wordnet": None}, "vocab": VOCAB,
+              "tasks": [toy_task()], "data": None, "size": None, "config": None,
+              "finetune_configs": [FinetuneConfig(seed=0)], "source": "wordnet", "mask_id": MASK,
+              "num_special": len(SPECIALS), "generator_fraction": 0.5, "data_key": {}}
+    with pytest.raises(ValueError, match=message):
+        tn.run_arms(**{**kwargs, **change})
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"arms": []}, "parameter arms"),
+    ({"arms": "electra/none"}, "parameter arms must be a non-empty list"),
+    ({"arms": ["electra/none", "electra/none"]}, "parameter arms lists a value twice"),
+    ({"tasks": []}, "parameter tasks"),
+    ({"tasks": ["amazon-food", "imdbb"]}, r"parameter tasks: unknown \['imdbb'\]"),
+    ({"finetune_seeds": []}, "parameter finetune_seeds"),
+    ({"pooling": "max"}, "parameter pooling"),
+    ({"squad": True}, "parameter squad"),
+])
+def test_b1_parameters_are_checked_at_once(change, message):
+    kwargs = {"arms": ["electra/none", "electra/shield"], "tasks": ["amazon-food", "sst2"],
+              "finetune_seeds": [0, 1]}
+    tn.check_parameters(**kwargs)  # valid: no error
+    with pytest.raises(ValueError, match=message):
+        tn.check_parameters(**{**kwargs, **change})
+
+
+# --------------------------------------------------------------- notebook defaults
+
+# Library calls in B1's and B2's code cells whose keywords set a dataclass field of this package.
+CONFIG_CALLS = {"parse_arm": tn.ArmConfig, "ArmConfig": tn.ArmConfig, "TableConfig": tn.TableConfig,
+                "CorpusConfig": tn.CorpusConfig}
+
+
+def passed_parameters(notebook: str) -> list[tuple[str, type, str]]:
+    """(parameter, dataclass, field) for each `field=parameter` keyword of a CONFIG_CALLS call."""
+    nb = nbformat.read(notebooks_dir() / f"{notebook}.ipynb", as_version=4)
+    params = notebook_parameters(str(notebooks_dir() / f"{notebook}.ipynb"))
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code"
+                     and "parameters" not in c.metadata.get("tags", []))
+    found = []
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "attr", getattr(node.func, "id", None))
+            for kw in node.keywords if name in CONFIG_CALLS else []:
+                if isinstance(kw.value, ast.Name) and kw.value.id in params:
+                    found.append((kw.value.id, CONFIG_CALLS[name], kw.arg))
+    return found
+
+
+@pytest.mark.parametrize("notebook", ["B1_true_negatives_pretrain", "B2_true_negatives_overhead"])
+def test_notebook_defaults_equal_the_dataclass_defaults(notebook):
+    params = notebook_parameters(str(notebooks_dir() / f"{notebook}.ipynb"))
+    passed = passed_parameters(notebook)
+    # the scan finds what the notebooks pass today; an empty scan would check nothing
+    assert {"lam", "sr_eps", "apply_to", "whole_words", "source", "neighbour_top_k", "max_texts",
+            "max_length", "corpus"} <= {p for p, _, _ in passed}
+    wrong = []
+    for param, cls, name in passed:
+        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+        assert name in defaults, f"{notebook}: {cls.__name__} has no field {name!r} (passed {param})"
+        if params[param] != defaults[name]:
+            wrong.append(f"parameter {param} = {params[param]!r} but {cls.__name__}.{name} "
+                         f"defaults to {defaults[name]!r}")
+    assert not wrong, f"{notebook}: " + "; ".join(wrong)

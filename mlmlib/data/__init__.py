@@ -7,10 +7,10 @@ fail at once, naming the embedded alternative, when there is no network.
 
 from mlmlib.data.corpora import EMBEDDED_CORPORA, HUB_CORPORA, load_corpus
 from mlmlib.data.hub import HubUnavailableError
+from mlmlib.data.synonyms import SynonymTable, load_synonyms
 from mlmlib.data.tasks import EMBEDDED_TASKS, HUB_TASKS, WORDNET_LEXNAMES, load_task
 from mlmlib.data.vectors import WordVectors, load_vectors
 from mlmlib.data.wordlists import WORD_LISTS, load_word_list
-from mlmlib.synonyms import SynonymTable, load_synonyms
 
 __all__ = [
     "EMBEDDED_CORPORA",

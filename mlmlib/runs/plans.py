@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -78,8 +79,20 @@ def available_profiles() -> list[str]:
     return sorted(p.stem for p in plans_dir().glob("*.yaml"))
 
 
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def check_name(what: str, name: Any) -> str:
+    """A profile or notebook name is a plain file name: no '/', no '..', nothing hidden."""
+    if not isinstance(name, str) or not NAME.match(name) or ".." in name:
+        raise PlanError(f"{what} {name!r}: use letters, digits, '_', '-' and '.' only "
+                        "(no '/' or '..': it names a file in the project)")
+    return name
+
+
 def load_plan(profile: str, only: list[str] | None = None) -> Plan:
     """Read, validate and expand a profile's plan; raise PlanError before anything runs."""
+    check_name("profile", profile)
     path = plans_dir() / f"{profile}.yaml"
     if not path.exists():
         raise PlanError(f"unknown profile {profile!r}: no {path}; available: {available_profiles()}")
@@ -117,6 +130,8 @@ def _expand(entry: dict, where: str) -> list[Run]:
     if unknown:
         raise PlanError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(ENTRY_KEYS)}")
     name = entry.get("notebook")
+    if isinstance(name, str):
+        check_name(f"{where}: notebook", name)
     nb_path = notebooks_dir() / f"{name}.ipynb"
     if not isinstance(name, str) or not nb_path.exists():
         known = sorted(p.stem for p in notebooks_dir().glob("*.ipynb"))
@@ -179,18 +194,38 @@ def notebook_parameters(nb_path: str) -> dict[str, Any]:
 
 
 def _check_type(where: str, key: str, value: Any, default: Any) -> None:
-    """Reject a value whose type does not match the notebook's default (ints may stand for floats)."""
-    if default is None or value is None:
+    """Reject a value whose type does not match the notebook's default (ints may stand for floats).
+
+    null only where the default is None; inside lists, each element is checked against the
+    default list's elements (when the default has any).
+    """
+    if default is None:
         return
-    expected = type(default)
-    ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
-    if expected is float and isinstance(value, int) and not isinstance(value, bool):
-        ok = True
-    if not ok:
+    if value is None:
+        raise PlanError(f"{where}: {key} = null, but the notebook's default is "
+                        f"{default!r}: give a {type(default).__name__}")
+    if not _same_type(value, default):
         raise PlanError(
             f"{where}: {key} = {value!r} is a {type(value).__name__}; "
-            f"the notebook's default is a {expected.__name__} ({default!r})"
+            f"the notebook's default is a {type(default).__name__} ({default!r})"
         )
+    if isinstance(default, list) and default:
+        kinds = {type(d) for d in default}
+        for i, item in enumerate(value):
+            if not any(_same_type(item, d) for d in default):
+                raise PlanError(f"{where}: {key}[{i}] = {item!r} is a {type(item).__name__}; the "
+                                f"notebook's default holds {'/'.join(sorted(k.__name__ for k in kinds))}"
+                                f" ({default!r})")
+
+
+def _same_type(value: Any, default: Any) -> bool:
+    """True when value may stand where default stands (an int for a float, not a bool for an int)."""
+    expected = type(default)
+    if expected is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if expected is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, expected)
 
 
 def _short(value: Any) -> str:

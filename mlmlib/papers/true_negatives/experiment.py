@@ -11,6 +11,7 @@ module runs the experiment around it:
 - `synonym_test_set`, `prepare_task`, `finetune_and_test`: downstream accuracy and robustness
   to held-out synonym substitutions.
 - `measure_step_overhead`: interleaved timing of the correction methods against plain training.
+- `check_parameters`, `run_arms`: B1's arm x task x fine-tuning loop for one pretraining seed.
 
 Reconstructed choices (the paper body was not available) are parameters and marked as such.
 """
@@ -24,15 +25,17 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from mlmlib import negatives as neg
+from mlmlib.data.synonyms import SynonymTable, load_synonyms
 from mlmlib.data.vectors import ALIASES, EMBEDDED_VECTORS, GENSIM_VECTORS
 from mlmlib.finetune import FinetuneConfig, evaluate, finetune
 from mlmlib.models import (
+    POOLINGS,
     ElectraPair,
     ModelSize,
     bert_classifier,
@@ -40,9 +43,9 @@ from mlmlib.models import (
     electra,
     electra_classifier,
 )
+from mlmlib.papers.true_negatives import negatives as neg
 from mlmlib.pretrain import HookOutput, MaskedStep, PretrainConfig, pretrain
 from mlmlib.stats import class_prior
-from mlmlib.synonyms import SynonymTable, load_synonyms
 
 SYNONYM_SOURCES = ("wordnet", "nltk-wordnet")
 VECTOR_SOURCES = (*EMBEDDED_VECTORS, *GENSIM_VECTORS, *ALIASES)
@@ -61,8 +64,8 @@ class CorpusConfig:
 
     tokenizer: str = "embedded-wordpiece-8k"
     corpus: str = "embedded-english"  # or a hub corpus: openwebtext, wikipedia (network)
-    max_texts: int | None = 20000  # texts drawn (seeded shuffle); None: all
-    max_length: int = 64
+    max_texts: int | None = 8000  # texts drawn (seeded shuffle); None: all
+    max_length: int = 32
     pack: bool = False  # concatenate texts into full-length chunks (long documents, paper scale)
     seed: int = 0
 
@@ -87,8 +90,9 @@ def pretraining_data(config: CorpusConfig) -> tuple[dict, Any]:
             encode_corpus(tokenizer, texts, config.max_length)
         torch.save(data, folder / "data.pt")
 
-    folder = cache.cached("true-negatives-corpus", dataclasses.asdict(config), build)
-    return torch.load(folder / "data.pt"), tokenizer
+    folder = cache.cached("true-negatives-corpus", dataclasses.asdict(config), build,
+                          code_of=__name__, expect=("data.pt",))
+    return torch.load(folder / "data.pt", weights_only=True), tokenizer
 
 
 def _packed(tokenizer, texts: Sequence[str], max_length: int) -> dict:
@@ -332,6 +336,26 @@ class NegativesMonitor:
                 row[f"disc_n_{kind}"] = float(n)
         return history
 
+    def identity(self) -> dict:
+        """Everything that decides what this hook does: a checkpoint of another arm is not resumed."""
+        from mlmlib.checkpoint import tensors_digest
+
+        return {"arm": dataclasses.asdict(self.arm), "log_every": self.log_every,
+                "top_pairs": self.top_pairs,
+                "table": f"{self.table.source}:{self.table.vocab_size}:{tensors_digest([self.table.keys])}",
+                "vocab": tensors_digest([self.continuation])}
+
+    def state_dict(self) -> dict:
+        """The statistics gathered so far (JSON-able): saved in each training checkpoint, so a
+        resumed or already finished run records the same statistics as an uninterrupted one."""
+        return {"windows": [[end, sums.tolist()] for end, sums in sorted(self.windows.items())],
+                "pairs": [[a, b, c] for (a, b), c in self.pairs.items()]}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore the statistics of state_dict()."""
+        self.windows = {int(end): np.asarray(sums, dtype=np.float64) for end, sums in state["windows"]}
+        self.pairs = Counter({(int(a), int(b)): int(c) for a, b, c in state["pairs"]})
+
     def top_false_negatives(self, vocab: Sequence[str]) -> list[dict]:
         """The most frequent (original, sample) false-negative pairs seen on log steps."""
         return [{"original": vocab[a], "sample": vocab[b], "count": c}
@@ -381,7 +405,7 @@ def warm_start(objective: str, size: ModelSize, generator_fraction: float, data:
     the paper's from-scratch runs; `steps=0` turns it off).
     """
     from mlmlib import cache
-    from mlmlib.models import load_model, save_model
+    from mlmlib.models import load_model, save_model, saved_files
     from mlmlib.pretrain import config_dict
 
     warm = for_objective(config, objective, steps=steps, seed=seed)
@@ -394,7 +418,9 @@ def warm_start(objective: str, size: ModelSize, generator_fraction: float, data:
             pretrain(model, data, warm, mask_id=mask_id, num_special=num_special, progress=False)
         save_model(model, folder / "model")
 
-    return load_model(cache.cached("true-negatives-warm-start", key, build) / "model")
+    folder = cache.cached("true-negatives-warm-start", key, build, code_of=__name__,
+                          expect=saved_files())
+    return load_model(folder / "model")
 
 
 def pretrain_arm(
@@ -504,18 +530,6 @@ def _subset(split, n: int | None, rng: np.random.Generator):
     return split.select(np.sort(rng.choice(len(split), size=n, replace=False)).tolist())
 
 
-def _encoded(tokenizer, split, max_length: int) -> dict:
-    """Encode a split (text, optional text_pair, label) for fine-tuning."""
-    from mlmlib.tokenize import encode
-
-    if hasattr(split, "column_names"):  # a datasets.Dataset: its columns as lists
-        split = split.to_dict()
-    enc = encode(tokenizer, list(split["text"]), max_length=max_length,
-                 text_pair=list(split["text_pair"]) if "text_pair" in split else None)
-    out = {k: enc[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc}
-    return out | {"labels": torch.tensor(list(split["label"]), dtype=torch.long)}
-
-
 def prepare_task(name: str, tokenizer, heldout: SynonymTable, *, max_length: int = 64,
                  max_train: int | None = None, max_eval: int | None = None,
                  substitution_rate: float = 0.5, seed: int = 0, **load_kwargs) -> TaskData:
@@ -525,6 +539,7 @@ def prepare_task(name: str, tokenizer, heldout: SynonymTable, *, max_length: int
     training split (seeded) picks the best fine-tuning step instead.
     """
     from mlmlib.data import load_task
+    from mlmlib.tokenize import encode_split
 
     data = load_task(name, **load_kwargs)
     if "test" not in data:
@@ -550,8 +565,8 @@ def prepare_task(name: str, tokenizer, heldout: SynonymTable, *, max_length: int
             "example_pairs": [list(p) for p in sub.pairs[:10]]}
     return TaskData(
         name, data["train"].features["label"].num_classes,
-        _encoded(tokenizer, train, max_length), _encoded(tokenizer, validation, max_length),
-        _encoded(tokenizer, test, max_length), _encoded(tokenizer, substituted, max_length), info)
+        encode_split(tokenizer, train, max_length), encode_split(tokenizer, validation, max_length),
+        encode_split(tokenizer, test, max_length), encode_split(tokenizer, substituted, max_length), info)
 
 
 def finetune_and_test(model: torch.nn.Module | None, size: ModelSize, task: TaskData,
@@ -574,6 +589,105 @@ def finetune_and_test(model: torch.nn.Module | None, size: ModelSize, task: Task
     return {"task": task.name, "finetune_seed": config.seed, "val_accuracy": result.best_metric,
             "test_accuracy": clean, "synonym_accuracy": synonyms, "robustness_drop": clean - synonyms,
             "finetune_s": result.wall_s}
+
+
+# --------------------------------------------------------------------------- one seed, every arm
+
+
+@dataclass
+class ArmRuns:
+    """What B1 records of one pretraining seed: training log, downstream rows, one row per arm."""
+
+    training: list[dict]
+    downstream: list[dict]
+    arms: list[dict]
+
+
+def check_lists(**lists: Sequence) -> None:
+    """Each named list (a notebook parameter) must be non-empty and repeat no value."""
+    for name, values in lists.items():
+        if isinstance(values, (str, int)) or not len(values):
+            raise ValueError(f"parameter {name} must be a non-empty list, got {values!r}")
+        if len(set(values)) != len(values):
+            raise ValueError(f"parameter {name} lists a value twice: {list(values)!r}")
+
+
+
+def check_pooling(pooling: str) -> None:
+    """The classifier head must be one mlmlib.models builds."""
+    if pooling not in POOLINGS:
+        raise ValueError(f"parameter pooling must be one of {POOLINGS}, got {pooling!r}")
+
+
+def check_parameters(arms: Sequence[str], tasks: Sequence[str], finetune_seeds: Sequence[int], *,
+                     pooling: str = "mean", squad: bool = False) -> None:
+    """Fail at once, naming B1's parameter, on lists and choices that B1 cannot run."""
+    from mlmlib.data.tasks import EMBEDDED_TASKS, HUB_TASKS
+
+    check_lists(arms=arms, tasks=tasks, finetune_seeds=finetune_seeds)
+    known = (*EMBEDDED_TASKS, *HUB_TASKS)
+    unknown = [t for t in tasks if t not in known]
+    if unknown:
+        raise ValueError(f"parameter tasks: unknown {unknown}; known tasks: {', '.join(known)}")
+    check_pooling(pooling)
+    if squad:
+        raise ValueError("parameter squad=True: SQuAD is not implemented (mlmlib.finetune has no "
+                         "question-answering head); set squad = False")
+
+
+def run_arms(
+    arms: Sequence[ArmConfig], tables: dict[str, Tables], vocab: Sequence[str],
+    tasks: Sequence[TaskData], data: dict, size: ModelSize, config: PretrainConfig,
+    finetune_configs: Sequence[FinetuneConfig], *,
+    source: str, mask_id: int, num_special: int, generator_fraction: float, data_key: dict,
+    warm_start_steps: int = 0, warm_start_seed: int = 0, pooling: str = "mean",
+    checkpoint_dir: Path | None = None, log: Callable[[str], Any] | None = print,
+) -> ArmRuns:
+    """Pretrain every arm with seed config.seed, fine-tune it on every task and seed, then `scratch`.
+
+    `tables`: source -> Tables, for `source` (the run's) and every arm's own; `data_key`
+    identifies `data` in the warm start's cache key. With config.checkpoint_every, each arm
+    checkpoints in a subfolder of `checkpoint_dir`. Everything is checked before training.
+    """
+    check_lists(arms=[a.name for a in arms], tasks=[t.name for t in tasks],
+                finetune_seeds=[ft.seed for ft in finetune_configs])
+    check_pooling(pooling)
+    missing = sorted({a.source or source for a in arms} - set(tables))
+    if missing:
+        raise ValueError(f"tables has no entry for source(s) {missing}; build_tables for each arm's source")
+    seed = config.seed
+    training, downstream, arm_rows = [], [], []
+    for arm in arms:
+        start = None
+        if warm_start_steps:
+            start = warm_start(arm.objective, size, generator_fraction, data, config,
+                               steps=warm_start_steps, seed=warm_start_seed, mask_id=mask_id,
+                               num_special=num_special, data_key=data_key)
+        folder = None
+        if checkpoint_dir is not None and config.checkpoint_every:
+            folder = Path(checkpoint_dir) / arm.name.replace("/", "_")
+        result = pretrain_arm(arm, tables[arm.source or source], vocab, data, size, config,
+                              mask_id=mask_id, num_special=num_special,
+                              generator_fraction=generator_fraction, model=start, checkpoint_dir=folder)
+        training += history_rows(result, seed)
+        arm_rows.append({"arm": arm.name, "objective": arm.objective, "method": arm.method,
+                         "pretrain_seed": seed, "step_ms": result.step_ms,
+                         "top_false_negatives": result.top_false_negatives[:10]})
+        for task in tasks:
+            for ft in finetune_configs:
+                row = finetune_and_test(result.model, size, task, ft, pooling=pooling)
+                downstream.append({"arm": arm.name, "objective": arm.objective, "method": arm.method,
+                                   "pretrain_seed": seed, **row})
+        if log:
+            log(f"{arm.name}: {result.step_ms:.0f} ms/step, false negatives "
+                f"{result.history[-1].get('fn_rate_replaced', 0):.4f} of replaced tokens at the end")
+    # the no-pretraining baseline: the same encoder, randomly initialised, fine-tuned alike
+    for task in tasks:
+        for ft in finetune_configs:
+            row = finetune_and_test(None, size, task, ft, pooling=pooling)
+            downstream.append({"arm": "scratch", "objective": "scratch", "method": "none",
+                               "pretrain_seed": seed, **row})
+    return ArmRuns(training, downstream, arm_rows)
 
 
 # --------------------------------------------------------------------------- cost

@@ -25,6 +25,7 @@ import torch
 from mlmlib import cache, stats
 from mlmlib.atomic import write_json
 from mlmlib.data import synthetic as syn
+from mlmlib.models import saved_files
 
 MODELS = ("scratch", "with", "without", "shuffled", "cbow")
 MODEL_LABELS = {
@@ -37,6 +38,8 @@ MODEL_LABELS = {
 PRETRAINED_FROM = {"with": "mix", "without": "shift", "shuffled": "mix"}  # model -> corpus
 MLM_KIND = "paper_a_mlm"
 CBOW_KIND = "paper_a_cbow"
+# what save_model writes (mlmlib.models CONFIG and WEIGHTS), and the MLM history
+MODEL_FILES = (*saved_files(), "history.json")
 
 
 class NotConvergedError(RuntimeError):
@@ -169,13 +172,13 @@ def pretrain_mlm(setup: Setup, corpus: str, progress: bool | None = None) -> Pat
         save_model(model, folder / "model")
         write_json(folder / "history.json", history)
 
-    return cache.cached(MLM_KIND, key, build)
+    return cache.cached(MLM_KIND, key, build, code_of=__name__, expect=MODEL_FILES)
 
 
 def pretrained_dir(setup: Setup, corpus: str) -> Path:
     """The cached folder of the model pretrained on `corpus`; a clear error if there is none."""
-    folder = cache.artifact_dir(MLM_KIND, setup.key(corpus))
-    if not (folder / cache.DONE).exists():
+    folder = cache.artifact_dir(MLM_KIND, setup.key(corpus), code_of=__name__)
+    if not cache.is_complete(folder, MODEL_FILES):
         raise FileNotFoundError(
             f"no MLM pretrained on {corpus!r} with these parameters (expected {folder}); run the "
             "pretraining notebook (A2_synthetic_pretrain) first with the same language and "
@@ -269,7 +272,8 @@ def cached_cbow(setup: Setup, cbow: CbowConfig) -> np.ndarray:
                                   cbow.epochs, seed=setup.pretrain_seed)
         np.save(folder / "vectors.npy", vectors)
 
-    return np.load(cache.cached(CBOW_KIND, key, build) / "vectors.npy")
+    folder = cache.cached(CBOW_KIND, key, build, code_of=__name__, expect=("vectors.npy",))
+    return np.load(folder / "vectors.npy")
 
 
 def synonym_similarity(vectors: np.ndarray, n_sets: int, seed: int = 0) -> dict[str, np.ndarray]:
@@ -440,154 +444,3 @@ def run_sweep(setup: Setup, sweep: Sweep, seed: int, progress: bool | None = Fal
                     log(f"B-D2 {fraction:.2f} | n={size:5d} | {model:8s} | steps {result.steps:4d} | "
                         + " ".join(f"{k} {v:.3f}" for k, v in accs.items()))
     return rows
-
-
-# ---------------------------------------------------------------- analysis
-
-
-def examples_needed(sizes, accuracies, target: float) -> float:
-    """Training examples needed to reach `target` accuracy: log-linear interpolation; inf if never."""
-    sizes, accs = np.asarray(sizes, float), np.asarray(accuracies, float)
-    order = np.argsort(sizes)
-    sizes, accs = sizes[order], accs[order]
-    if accs[0] >= target:
-        return float(sizes[0])
-    for i in range(1, len(sizes)):
-        if accs[i] >= target:
-            frac = (target - accs[i - 1]) / (accs[i] - accs[i - 1])
-            return float(np.exp(np.log(sizes[i - 1]) + frac * (np.log(sizes[i]) - np.log(sizes[i - 1]))))
-    return math.inf
-
-
-def learning_curve_area(sizes, accuracies) -> float:
-    """Mean accuracy over the training sizes, trapezoids on a log-size axis (sample efficiency)."""
-    sizes, accs = np.asarray(sizes, float), np.asarray(accuracies, float)
-    order = np.argsort(sizes)
-    x, y = np.log(sizes[order]), accs[order]
-    if len(x) == 1:
-        return float(y[0])
-    return float(np.trapezoid(y, x) / (x[-1] - x[0]))
-
-
-def per_seed(rows, test_set: str, bd2_fraction: float, statistic, **kw):
-    """Apply statistic(sizes, accuracies, **kw) to each (model, seed) learning curve: a table."""
-    import pandas as pd
-
-    frame = pd.DataFrame(rows) if not isinstance(rows, pd.DataFrame) else rows
-    part = frame[(frame.test_set == test_set) & np.isclose(frame.bd2_fraction, bd2_fraction)]
-    out = [{"model": model, "seed": seed, "value": statistic(g.train_size.values, g.accuracy.values, **kw)}
-           for (model, seed), g in part.groupby(["model", "seed"])]
-    return pd.DataFrame(out, columns=["model", "seed", "value"])
-
-
-def paired(frame, model_a: str, model_b: str, value: str = "value"):
-    """Values of two models over the seeds both have, aligned: (a, b)."""
-    a = frame[frame.model == model_a].set_index("seed")[value]
-    b = frame[frame.model == model_b].set_index("seed")[value]
-    seeds = sorted(set(a.index) & set(b.index))
-    return a.loc[seeds].to_numpy(float), b.loc[seeds].to_numpy(float)
-
-
-def verdict_at_most(diff, margin: float) -> str:
-    """Verdict on 'a is not better than b by more than margin', from the interval of a - b."""
-    if diff.n < 2:
-        return "not resolved at this scale"
-    if diff.high < margin:
-        return "reproduced"
-    if diff.low > margin:
-        return "not reproduced"
-    return "not resolved at this scale"
-
-
-def combine(*verdicts: str) -> str:
-    """One verdict from several conditions: all reproduced, any not reproduced, else not resolved."""
-    if all(v == "reproduced" for v in verdicts):
-        return "reproduced"
-    if any(v == "not reproduced" for v in verdicts):
-        return "not reproduced"
-    return "not resolved at this scale"
-
-
-def _at(frame, test_set: str, bd2_fraction: float, size=None):
-    """Per-(model, seed) accuracy on one test set and fraction, at `size` (default: the largest)."""
-    part = frame[(frame.test_set == test_set) & np.isclose(frame.bd2_fraction, bd2_fraction)]
-    size = part.train_size.max() if size is None else size
-    part = part[part.train_size == size]
-    return part.rename(columns={"accuracy": "value"})[["model", "seed", "value"]]
-
-
-def claims(frame, margin: float = 0.02, target: float = 0.8):
-    """Each claim of the paper next to what was measured, with a verdict computed from intervals.
-
-    frame: one row per (seed, model, bd2_fraction, train_size, test_set) with an `accuracy`.
-    margin: how much better WITH may be than WITHOUT on A-D2 and still count as "about as good".
-    target: the A-D1 accuracy for the examples-needed comparison (reported, not the verdict).
-    """
-    import pandas as pd
-
-    out = []
-
-    def ci(table, model):
-        return stats.mean_ci(table[table.model == model].value)
-
-    def have(table, *models):
-        return all((table.model == m).any() for m in models)
-
-    # 1. synonym transfer on B-D1
-    b = _at(frame, "B-D1", 0.0)
-    if have(b, "with", "without", "scratch"):
-        v = [stats.verdict_greater(ci(b, "with"), ci(b, other)) for other in ("without", "scratch")]
-        out.append({"claim": "B-D1 synonym transfer: WITH above WITHOUT and scratch",
-                    "measured": f"B-D1 accuracy, largest training set: WITH {ci(b, 'with')}; "
-                                f"WITHOUT {ci(b, 'without')}; scratch {ci(b, 'scratch')}",
-                    "verdict": combine(*v)})
-    # 2. sample efficiency on A-D1: area under the learning curve (log size), paired over seeds
-    area = per_seed(frame, "A-D1", 0.0, learning_curve_area)
-    need = per_seed(frame, "A-D1", 0.0, examples_needed, target=target)
-    if have(area, "with", "without", "scratch") and area.groupby("model").size().min() > 0:
-        parts, vs = [], []
-        for other in ("without", "scratch"):
-            diff = stats.paired_test(*paired(area, "with", other)).diff
-            vs.append(stats.verdict_difference(diff))
-            parts.append(f"WITH - {other}: {diff}")
-        needed = "; ".join(
-            f"{m}: {needed_text(need[need.model == m].value)}" for m in ("with", "without", "scratch"))
-        out.append({"claim": "Sample efficiency: WITH learns A-D1 from fewer examples",
-                    "measured": "mean A-D1 accuracy over training sizes (log axis), paired: "
-                                + "; ".join(parts) + f". Examples to reach {target:.2f}: {needed}",
-                    "verdict": combine(*vs)})
-    # 3. generalization to D2 is not explained by the property
-    for fraction in sorted(frame.bd2_fraction.unique()):
-        a2 = _at(frame, "A-D2", fraction)
-        if not have(a2, "with", "without", "scratch"):
-            continue
-        diff = stats.paired_test(*paired(a2, "with", "without")).diff
-        helps = stats.verdict_greater(ci(a2, "without"), ci(a2, "scratch"))
-        out.append({"claim": f"D2 generalization not explained by the property (B-D2 fraction {fraction:g}): "
-                             f"WITHOUT about as good as WITH on A-D2 (within {margin:g}) and above scratch",
-                    "measured": f"A-D2, largest training set: WITH - WITHOUT {diff}; WITHOUT "
-                                f"{ci(a2, 'without')}; scratch {ci(a2, 'scratch')}",
-                    "verdict": combine(verdict_at_most(diff, margin), helps)})
-    # 4. controls
-    if have(b, "with", "shuffled"):
-        a1 = _at(frame, "A-D1", 0.0)
-        v = [stats.verdict_greater(ci(t, "with"), ci(t, "shuffled")) for t in (a1, b)]
-        out.append({"claim": "Control: shuffling WITH's weights removes its benefit (WITH above shuffled)",
-                    "measured": f"A-D1: WITH {ci(a1, 'with')}, shuffled {ci(a1, 'shuffled')}; "
-                                f"B-D1: WITH {ci(b, 'with')}, shuffled {ci(b, 'shuffled')}",
-                    "verdict": combine(*v)})
-    if have(b, "cbow", "scratch"):
-        out.append({"claim": "Control: CBOW embeddings (synonyms close) give some B-D1 transfer (above scratch)",
-                    "measured": f"B-D1: CBOW {ci(b, 'cbow')}, scratch {ci(b, 'scratch')}, WITH {ci(b, 'with')}"
-                                if have(b, "with") else f"B-D1: CBOW {ci(b, 'cbow')}, scratch {ci(b, 'scratch')}",
-                    "verdict": stats.verdict_greater(ci(b, "cbow"), ci(b, "scratch"))})
-    return pd.DataFrame(out, columns=["claim", "measured", "verdict"])
-
-
-def needed_text(values) -> str:
-    """Examples needed over seeds: mean and interval when every seed got there, else how many did."""
-    values = np.asarray(values, float)
-    reached = np.isfinite(values)
-    if reached.all():
-        return str(stats.mean_ci(values)).replace(" (n=", " examples (n=")
-    return f"{reached.sum()}/{len(values)} seeds reached it"

@@ -10,7 +10,7 @@ For each perturbed test input (see mlmlib.perturb):
   restricted to verbalizer words (the task prompt "{sentence} It was [MASK] ." over
   great/terrible), then the distribution is the softmax over those words' logits only.
 The claim: Pearson r between the two is low, per template, across fine-tuning checkpoints
-and training-data ratios.
+and training-data ratios; its verdict is computed in `mlmlib.papers.distributional.claims`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import string
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import torch
 
 from mlmlib import stats
@@ -185,7 +184,7 @@ def finetune_family(build_model, train: dict, validation: dict, config, *, check
     return rows
 
 
-# ---------------------------------------------------------------- correlations and verdict
+# ---------------------------------------------------------------- correlations
 
 def pearson(x, y) -> float:
     """Pearson r; NaN when either side is constant."""
@@ -202,54 +201,11 @@ def correlation(x, y, n_boot: int = 1000, seed: int = 0) -> stats.Interval:
     return stats.bootstrap_ci(pearson, x, y, n_boot=n_boot, seed=seed)
 
 
-def low_correlation_verdict(r: stats.Interval, r_low: float = 0.3, ci_max: float = 0.5, min_n: int = 30) -> str:
-    """'reproduced' if |r| < r_low and the interval stays inside (-ci_max, ci_max); 'not reproduced'
-    if the interval lies wholly beyond +-r_low; else 'not resolved at this scale'."""
-    if r.n < min_n or not np.isfinite(r.mean):
-        return "not resolved at this scale"
-    if abs(r.mean) < r_low and -ci_max < r.low and r.high < ci_max:
-        return "reproduced"
-    if r.low > r_low or r.high < -r_low:
-        return "not reproduced"
-    return "not resolved at this scale"
-
-
-def correlation_table(delta_pred: dict[str, np.ndarray], delta_dist: dict[str, np.ndarray], *,
-                      n_boot: int = 1000, seed: int = 0, r_low: float = 0.3, ci_max: float = 0.5,
-                      min_n: int = 30) -> pd.DataFrame:
-    """One row per (fine-tuned model, template): Pearson r, its bootstrap interval, n and the verdict."""
-    if not delta_pred:
-        raise ValueError("delta_pred must hold at least one fine-tuned model")
-    if not delta_dist:
-        raise ValueError("delta_dist must hold at least one template")
-    rows = []
-    for model, dp in delta_pred.items():
-        for template, dd in delta_dist.items():
-            dp_, dd_ = np.asarray(dp, dtype=float), np.asarray(dd, dtype=float)
-            ok = np.isfinite(dp_) & np.isfinite(dd_)
-            r = correlation(dp_[ok], dd_[ok], n_boot=n_boot, seed=seed)
-            rows.append({"model": model, "template": template, "r": r.mean, "r_low": r.low, "r_high": r.high,
-                         "n": r.n, "verdict": low_correlation_verdict(r, r_low, ci_max, min_n)})
-    return pd.DataFrame(rows)
-
-
-def overall_verdict(verdicts) -> str:
-    """All cells reproduced -> reproduced; any not reproduced -> not reproduced; else not resolved."""
-    verdicts = list(verdicts)
-    if not verdicts:
-        return "not resolved at this scale"
-    if any(v == "not reproduced" for v in verdicts):
-        return "not reproduced"
-    if all(v == "reproduced" for v in verdicts):
-        return "reproduced"
-    return "not resolved at this scale"
-
-
 # ---------------------------------------------------------------- both deltas for a set of perturbations
 
 def delta_pred(model, tokenizer, perturbations, *, max_length: int = 128, metric: str = "l1") -> np.ndarray:
     """Per perturbation, the distance between the classifier's outputs on the original and perturbed input."""
-    from mlmlib.perturb import class_probs
+    from mlmlib.papers.distributional.perturb import class_probs
 
     pairs = [p.text_pair for p in perturbations]
     pairs = None if all(x is None for x in pairs) else pairs

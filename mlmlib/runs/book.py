@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from mlmlib.paths import project_root, runs_dir
-from mlmlib.results import record_paths
+from mlmlib.runs.records import readable_records
 
 
 def generated_toc(profile: str) -> Path:
@@ -22,8 +21,7 @@ def generated_toc(profile: str) -> Path:
         for chapter in part.get("chapters", []):
             chapters[Path(chapter["file"]).stem] = chapter
     by_entry: dict[tuple[str, str], list[dict]] = {}  # one plan entry: notebook and title
-    for path in record_paths(profile, root):
-        rec = json.loads(path.read_text())
+    for path, rec in readable_records(profile, root):
         if not path.with_suffix(".ipynb").exists():
             continue
         by_entry.setdefault((rec["notebook"], rec["title"]), []).append(rec | {"_path": path})
@@ -57,9 +55,20 @@ def _plan_order(profile: str) -> dict[tuple[str, str], int]:
             for i, e in enumerate(entries) if isinstance(e, dict)}
 
 
+def check_profile(profile: str) -> None:
+    """Refuse a profile with neither a plan nor records (a typo would build an empty book)."""
+    from mlmlib.runs.plans import PlanError, available_profiles, check_name
+
+    check_name("profile", profile)
+    if profile not in available_profiles() and not runs_dir(profile).is_dir():
+        raise PlanError(f"unknown profile {profile!r}: no plan in notebooks/plans/ and no records "
+                        f"in book/runs/; profiles with a plan: {available_profiles()}")
+
+
 def build_book(profile: str, strict: bool = True, output: Path | None = None) -> Path:
     """Run `jupyter-book build` (no execution of its own) and return the HTML folder."""
     root = project_root()
+    check_profile(profile)
     output = Path(output) if output else root / "book"
     toc = generated_toc(profile)
     cli = Path(sys.executable).with_name("jupyter-book")

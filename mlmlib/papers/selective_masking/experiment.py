@@ -21,7 +21,6 @@ of `count_match`), and the selective functions "step", "linear", "exponential".
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass, replace
@@ -31,9 +30,9 @@ import numpy as np
 import torch
 
 from mlmlib import cache
-from mlmlib import selective as sel
-from mlmlib.lexicons import SCORE_METHODS, TaskScores, task_scores
 from mlmlib.masking import mask_tokens
+from mlmlib.papers.selective_masking import selective as sel
+from mlmlib.papers.selective_masking.lexicons import SCORE_METHODS, TaskScores, task_scores
 from mlmlib.tokenize import encode
 
 SELECTIVE = sel.FUNCTIONS  # ("step", "linear", "exponential")
@@ -286,17 +285,6 @@ def example_words(corpus: TokenizedCorpus, scores: TaskScores, maskings: dict[st
 # ---------------------------------------------------------------- training
 
 
-def _source_digest() -> str:
-    """Hash of the code that makes a continued-MLM model: a code change invalidates its cache."""
-    from mlmlib import masking, pretrain, selective
-
-    h = hashlib.sha256()
-    for module in (masking, pretrain, selective):
-        h.update(Path(module.__file__).read_bytes())
-    h.update(Path(__file__).read_bytes())
-    return h.hexdigest()[:12]
-
-
 def continued_mlm(base_model, masking: ArmMasking, config, *, mask_id: int, num_special: int,
                   seed: int, cache_key: dict | None = None, progress: bool | None = None):
     """A copy of the base model after continued MLM with the arm's masking; cached by `cache_key`.
@@ -306,7 +294,7 @@ def continued_mlm(base_model, masking: ArmMasking, config, *, mask_id: int, num_
     """
     import copy
 
-    from mlmlib.models import load_model, save_model
+    from mlmlib.models import load_model, save_model, saved_files
     from mlmlib.pretrain import pretrain
 
     if masking.data is None:
@@ -327,16 +315,10 @@ def continued_mlm(base_model, masking: ArmMasking, config, *, mask_id: int, num_
             build(Path(tmp))
             return load_model(Path(tmp) / "model"), json.loads((Path(tmp) / "history.json").read_text())
     key = {**cache_key, "arm": masking.arm, "masking": masking.key, "seed": seed,
-           "pretrain": asdict(config), "code": _source_digest()}
-    folder = cache.cached("selective-mlm", key, build)
+           "pretrain": asdict(config)}
+    folder = cache.cached("selective-mlm", key, build, code_of=__name__,
+                          expect=(*saved_files(), "history.json"))
     return load_model(folder / "model"), json.loads((folder / "history.json").read_text())
-
-
-def task_tensors(tokenizer, dataset, max_length: int) -> dict[str, torch.Tensor]:
-    """A labelled split as the tensors `finetune` takes."""
-    data = encode(tokenizer, dataset["text"], max_length=max_length)
-    return {"input_ids": data["input_ids"], "attention_mask": data["attention_mask"],
-            "labels": torch.tensor(dataset["label"], dtype=torch.long)}
 
 
 def few_label_indices(labels: torch.Tensor, size: int, seed: int) -> torch.Tensor:
@@ -469,33 +451,3 @@ def run_arms(base_model, maskings: dict[tuple[str, str], ArmMasking], splits: di
                          "mlm_s": mlm_s, **out})
     return rows
 
-
-def paired_against(rows, reference: str = "random", metric: str = "accuracy") -> list[dict]:
-    """Each arm minus `reference` over the seeds both ran, per (task, word list, label regime); stats rows."""
-    import pandas as pd
-
-    from mlmlib import stats
-
-    frame = pd.DataFrame(rows)
-    if frame.empty:
-        return []
-    if "task" not in frame:
-        frame["task"] = "-"
-    ref = frame[frame["arm"] == reference].set_index(["task", "labels", "seed"])[metric]
-    out = []
-    for (task, arm, word_list, regime), group in frame.groupby(["task", "arm", "word_list", "labels"],
-                                                                sort=False):
-        ci = stats.mean_ci(group[metric])
-        row = {"task": task, "arm": arm, "word_list": word_list, "labels": regime, "seeds": ci.n,
-               "mean": ci.mean, "ci_low": ci.low, "ci_high": ci.high}
-        if arm != reference and not ref.empty:
-            g = group.set_index("seed")[metric]
-            seeds = [s for s in g.index if (task, regime, s) in ref.index]
-            test = stats.paired_test(g.loc[seeds].to_numpy(),
-                                     ref.loc[[(task, regime, s) for s in seeds]].to_numpy())
-            row |= {f"diff_vs_{reference}": test.diff.mean, "diff_low": test.diff.low,
-                    "diff_high": test.diff.high, "t_pvalue": test.t_pvalue,
-                    "wilcoxon_pvalue": test.wilcoxon_pvalue,
-                    "verdict": stats.verdict_difference(test.diff)}
-        out.append(row)
-    return out

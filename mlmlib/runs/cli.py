@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from mlmlib.plans import PlanError, available_profiles, load_plan
+from mlmlib.runs.plans import PlanError, available_profiles, load_plan
 
 HELP = """\
 Run the book's experiments and build the book.
@@ -38,28 +38,38 @@ def main(argv: list[str] | None = None) -> int:
     book.add_argument("--output", default=None, help="folder for _build/ (default: book/)")
     status = sub.add_parser("status", help="which runs exist and which failed")
     status.add_argument("--profile", default=None, help="one profile (default: all present)")
-    bench = sub.add_parser("bench", help="training-throughput benchmark (see book page on compute)")
-    bench.add_argument("args", nargs=argparse.REMAINDER, help="passed to mlmlib.bench")
+    sub.add_parser("bench", help="training-throughput benchmark (see book page on compute)",
+                   add_help=False)  # handled by mlmlib.__main__: the runs package trains nothing
     args = parser.parse_args(argv)
 
     if args.command == "run":
         return _run(args)
     if args.command == "book":
-        from mlmlib.book import build_book
+        from mlmlib.runs.book import build_book
 
-        html = build_book(args.profile, strict=not args.no_strict, output=args.output)
+        try:
+            html = build_book(args.profile, strict=not args.no_strict, output=args.output)
+        except PlanError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         print(f"\nThe book is at {html / 'index.html'}")
         return 0
     if args.command == "status":
-        return _status(args.profile)
-    from mlmlib import bench as bench_module
+        if args.profile is not None:
+            from mlmlib.runs.book import check_profile
 
-    return bench_module.main(args.args) or 0
+            try:
+                check_profile(args.profile)
+            except PlanError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+        return _status(args.profile)
+    return 2
 
 
 def _run(args) -> int:
     """Validate the plan, then execute it and summarise failures."""
-    from mlmlib.runner import run_plan
+    from mlmlib.runs.runner import run_plan
 
     try:
         plan = load_plan(args.profile, args.only)
@@ -83,7 +93,7 @@ def _run(args) -> int:
 def _status(profile: str | None) -> int:
     """Print finished runs (per notebook) and failed ones, for each profile present."""
     from mlmlib.paths import project_root
-    from mlmlib.results import load_records
+    from mlmlib.runs.records import load_records
 
     table = load_records(profile)
     runs_root = project_root() / "book" / "runs"

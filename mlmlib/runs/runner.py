@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -16,14 +17,16 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-from mlmlib import results
-from mlmlib.atomic import write_json
-from mlmlib.paths import PACKAGE_DIR, project_root, runs_dir, work_dir
-from mlmlib.plans import Plan, Run, notebook_parameters, notebooks_dir
-from mlmlib.results import record_paths
+from mlmlib.atomic import remove_dead_temps, temp_name, without_nan, write_json
+from mlmlib.code_digest import source_digest
+from mlmlib.paths import project_root, runs_dir, work_dir
+from mlmlib.runs import records
+from mlmlib.runs.plans import Plan, Run, notebook_parameters, notebooks_dir
+from mlmlib.runs.records import record_paths
 
 KERNEL = os.environ.get("MLMLIB_KERNEL", "mlmlib")
 FAILED = "_failed"
+SUPERSEDED = "_superseded"  # records of runs whose latest rerun failed
 LOGS = "_logs"
 VERSIONED = ("mlmlib", "torch", "transformers", "datasets", "accelerate", "tokenizers",
              "numpy", "pandas", "scikit-learn", "papermill", "jupyter-book")
@@ -43,17 +46,25 @@ class BatchReport:
         return not self.failed
 
 
-# Orchestration only: editing these never changes what a notebook measures.
-NOT_VERSIONED = {"runner.py", "plans.py", "book.py", "cli.py", "__main__.py"}
+def notebook_papers(notebook: str) -> list[str]:
+    """The paper packages a notebook's code imports (`mlmlib.papers.<name>`)."""
+    nb = json.loads((notebooks_dir() / f"{notebook}.ipynb").read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    found = set(re.findall(r"mlmlib\.papers\.(\w+)", code))
+    found |= {name for names in re.findall(r"from mlmlib\.papers import ([\w, ]+)", code)
+              for name in re.split(r"[,\s]+", names) if name}
+    return sorted(found)
 
 
 def code_version(notebook: str) -> str:
-    """Hash of the library's sources, the shipped data manifest and the notebook's cells."""
-    h = hashlib.sha256()
-    sources = [p for p in sorted(PACKAGE_DIR.rglob("*.py")) if p.name not in NOT_VERSIONED]
-    for path in sources + sorted(PACKAGE_DIR.rglob("MANIFEST.json")):
-        h.update(path.relative_to(PACKAGE_DIR).as_posix().encode())
-        h.update(path.read_bytes())
+    """Digest of the code a notebook's results depend on: core, data, its papers, its cells.
+
+    Only the paper packages the notebook imports count, so an edit inside one paper reruns
+    that paper's runs (and the summaries that read their records), not the others.
+    """
+    h = hashlib.sha256(source_digest().encode())
+    for paper in notebook_papers(notebook):
+        h.update(f"{paper}:{source_digest(paper)}".encode())
     nb = json.loads((notebooks_dir() / f"{notebook}.ipynb").read_text())
     for cell in nb["cells"]:
         h.update(cell["cell_type"].encode())
@@ -83,7 +94,7 @@ def run_plan(plan: Plan, force: bool = False, log=print) -> BatchReport:
         log(f"[{i}/{len(plan.runs)}] run  {name} ...")
         start = time.time()
         try:
-            _execute(plan.profile, run, key, versions[run.notebook])
+            _execute(plan.profile, run, key, versions[run.notebook], log)
         except Exception as exc:  # noqa: BLE001 - any failure is reported, the batch goes on
             message = _error_text(exc)
             lines = message.strip().splitlines() or [repr(exc)]
@@ -96,26 +107,35 @@ def run_plan(plan: Plan, force: bool = False, log=print) -> BatchReport:
     return report
 
 
-def _execute(profile: str, run: Run, key: str, version: str) -> None:
+def work_folder(profile: str, run: Run, key: str) -> Path:
+    """The run's scratch folder (checkpoints): one per record key, so a checkpoint is only ever
+    resumed by the same notebook, parameters and code that wrote it."""
+    return work_dir() / profile / run.notebook / run.slug / key
+
+
+def _execute(profile: str, run: Run, key: str, version: str, log=print) -> None:
     """Run one notebook with papermill into a temporary file; move results into place on success."""
     import papermill as pm
 
     rec_path = record_path(profile, run)
     nb_out = rec_path.with_suffix(".ipynb")
-    folder = work_dir() / profile / run.notebook / run.slug  # kept: checkpoints let a rerun resume
+    folder = work_folder(profile, run, key)
+    for stale in folder.parent.glob("*"):  # work of other parameters or code: never resumed
+        if stale.name != key and stale.is_dir():
+            log(f"      removing stale work folder {stale.name} (other parameters or code)")
+            shutil.rmtree(stale, ignore_errors=True)
     folder.mkdir(parents=True, exist_ok=True)
-    stale = folder / results.METRICS_FILE
-    if stale.exists():
-        stale.unlink()
+    (folder / records.METRICS_FILE).unlink(missing_ok=True)
     log_dir = runs_dir(profile) / LOGS
     log_dir.mkdir(parents=True, exist_ok=True)
-    log_path = log_dir / f"{run.notebook}__{run.slug}.log"
+    name = f"{run.notebook}__{run.slug}"
+    log_path = log_dir / f"{name}.log"
     failed_dir = runs_dir(profile) / FAILED
+    failed_nb, failed_error = failed_dir / f"{name}.ipynb", failed_dir / f"{name}.error.txt"
     params = {**run.params, "run_dir": str(folder)}
     nb_out.parent.mkdir(parents=True, exist_ok=True)
-    for leftover in nb_out.parent.glob(f".{nb_out.name}.*"):  # from a batch killed mid-run
-        leftover.unlink()
-    tmp_nb = nb_out.parent / f".{nb_out.name}.{os.getpid()}.ipynb"
+    remove_dead_temps(nb_out, "ipynb")  # from a batch killed mid-run
+    tmp_nb = temp_name(nb_out, "ipynb")
     start = time.time()
     try:
         with open(log_path, "w") as log_file:
@@ -125,13 +145,14 @@ def _execute(profile: str, run: Run, key: str, version: str) -> None:
                 execution_timeout=run.timeout, progress_bar=False, log_output=False,
                 stdout_file=log_file, stderr_file=log_file, report_mode=False,
             )
-        metrics = results.read_metrics(folder)
+        metrics = records.read_metrics(folder)
     except BaseException as exc:
         failed_dir.mkdir(parents=True, exist_ok=True)
-        stem = failed_dir / f"{run.notebook}__{run.slug}"
         if tmp_nb.exists():
-            os.replace(tmp_nb, stem.with_suffix(".ipynb"))
-        stem.with_suffix(".error.txt").write_text(_error_text(exc))
+            os.replace(tmp_nb, failed_nb)
+        failed_error.write_text(_error_text(exc))
+        if isinstance(exc, Exception):  # a failed rerun: the old record is no longer current
+            _supersede(profile, run, log)
         raise
     record = {
         "notebook": run.notebook, "profile": profile, "run_id": f"{run.notebook}/{run.slug}",
@@ -141,12 +162,28 @@ def _execute(profile: str, run: Run, key: str, version: str) -> None:
         "device": device_info(), "wall_time_s": round(time.time() - start, 2),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+    record, non_finite = without_nan(record)
+    if non_finite:
+        record[records.NON_FINITE] = non_finite
     os.replace(tmp_nb, nb_out)
     write_json(rec_path, record)  # written last: a record means the run is complete
-    for old in (failed_dir / f"{run.notebook}__{run.slug}.ipynb",
-                failed_dir / f"{run.notebook}__{run.slug}.error.txt"):
-        if old.exists():
-            old.unlink()
+    superseded = runs_dir(profile) / SUPERSEDED
+    for old in (failed_nb, failed_error, superseded / f"{name}.json", superseded / f"{name}.ipynb"):
+        old.unlink(missing_ok=True)
+
+
+def _supersede(profile: str, run: Run, log=print) -> None:
+    """Move a run's previous record and page aside after a failed rerun (not shown as current)."""
+    rec_path = record_path(profile, run)
+    if not rec_path.exists():
+        return
+    aside = runs_dir(profile) / SUPERSEDED
+    aside.mkdir(parents=True, exist_ok=True)
+    name = f"{run.notebook}__{run.slug}"
+    for src, ext in ((rec_path.with_suffix(".ipynb"), ".ipynb"), (rec_path, ".json")):
+        if src.exists():
+            os.replace(src, aside / f"{name}{ext}")
+    log(f"      its previous record is superseded: moved to {aside.name}/{name}.json")
 
 
 def _full_params(run: Run) -> dict:
@@ -167,9 +204,11 @@ def _inputs_digest(profile: str, run: Run, earlier: list[Path]) -> str:
         earlier = record_paths(run.params["profile"])
     h = hashlib.sha256()
     for path in sorted(set(earlier)):
-        if path.exists():
-            rec = json.loads(path.read_text())
-            h.update(f"{path.name}:{rec.get('key')}@{rec.get('finished_at')}".encode())
+        try:
+            rec = records.read_record(path)
+        except records.RecordError:
+            continue  # missing or damaged: it will be rerun, and this summary after it
+        h.update(f"{path.name}:{rec.get('key')}@{rec.get('finished_at')}".encode())
     return h.hexdigest()[:16]
 
 
@@ -178,8 +217,9 @@ def _has_record(path: Path, key: str) -> bool:
     if not path.exists() or not path.with_suffix(".ipynb").exists():
         return False
     try:
-        return json.loads(path.read_text()).get("key") == key
-    except json.JSONDecodeError:
+        return records.read_record(path).get("key") == key
+    except records.RecordError as exc:
+        print(f"      {exc}")
         return False
 
 

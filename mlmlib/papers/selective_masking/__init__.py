@@ -1,0 +1,1 @@
+"""Paper C (Lad et al. 2022): selective masking driven by a task word list."""

@@ -1,0 +1,196 @@
+"""Paper B's claims: B1/B2 record tables turned into summary tables and verdicts.
+
+Every verdict uses `mlmlib.stats`' one vocabulary and rules. Inputs are the long tables that
+`records.explode_rows` makes of B1's "training", "downstream", "arms", "tasks" and B2's
+"overhead" metrics; every function accepts an empty table.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from mlmlib import stats
+
+# The paper's downstream claims: the column compared (method minus the uncorrected baseline)
+# and the direction the paper states.
+DOWNSTREAM_CLAIMS = {
+    "better downstream score": ("test_accuracy", "greater"),
+    "more robust to synonyms": ("robustness_drop", "less"),
+}
+# The paper's cost targets: extra step time over the plain step, per kind of correction.
+HC_CLAIM, SR_CLAIM = "HC costs at most 5% extra step time", "SR costs at most 15% extra step time"
+TARGETS = {HC_CLAIM: 0.05, SR_CLAIM: 0.15}
+CLAIMS = (*DOWNSTREAM_CLAIMS, HC_CLAIM, SR_CLAIM)
+# Equivalence margin of a downstream difference (reconstructed: one accuracy point).
+DELTA = 0.01
+KINDS = ["disc_acc_original", "disc_acc_replaced", "disc_acc_false_negative"]
+
+
+def false_negative_table(training: pd.DataFrame) -> pd.DataFrame:
+    """Per arm: mean false-negative rates over logging windows, zero windows, Spearman rho with generator accuracy."""
+    if not len(training):
+        return pd.DataFrame()
+    rows = []
+    for arm, part in training.groupby("arm"):
+        rows.append({"arm": arm, "fn_rate_replaced": stats.mean_ci(part["fn_rate_replaced"]).mean,
+                     "fn_rate_masked": stats.mean_ci(part["fn_rate_masked"]).mean,
+                     "zero_windows": int((part["fn_rate_replaced"] == 0).sum()), "windows": len(part),
+                     "spearman_with_generator_acc":
+                         part["generator_acc"].corr(part["fn_rate_replaced"], method="spearman")})
+    return pd.DataFrame(rows)
+
+
+def disc_accuracy_table(training: pd.DataFrame) -> pd.DataFrame:
+    """Per ELECTRA arm: discriminator accuracy by kind of position in the last window, mean over seeds."""
+    if not len(training):
+        return pd.DataFrame()
+    elec = training[training["objective"] == "electra"]
+    if not len(elec):
+        return pd.DataFrame()
+    last = elec.sort_values("step").groupby(["arm", "pretrain_seed"]).tail(1)
+    return last.groupby("arm")[[k for k in KINDS if k in last]].mean()
+
+
+def class_priors(tasks: pd.DataFrame) -> dict[str, float]:
+    """Task -> majority-class test accuracy, as B1 recorded it (stats.class_prior of the test labels)."""
+    if not len(tasks) or "majority_accuracy" not in tasks:
+        return {}
+    return {str(k): float(v) for k, v in tasks.groupby("task")["majority_accuracy"].first().items()}
+
+
+def floor_table(downstream: pd.DataFrame, priors: dict[str, float]) -> pd.DataFrame:
+    """Per task and arm (scratch too): test accuracy over pretraining seeds, class prior, learned."""
+    rows = []
+    if len(downstream):
+        per_arm = downstream.groupby(["task", "arm", "pretrain_seed"])["test_accuracy"].mean().reset_index()
+        for (task, arm), part in per_arm.groupby(["task", "arm"]):
+            ci = stats.mean_ci(part["test_accuracy"])
+            prior = priors.get(task, float("nan"))
+            rows.append({"task": task, "arm": arm, "test_accuracy": ci.mean, "ci_low": ci.low,
+                         "ci_high": ci.high, "seeds": ci.n, "class_prior": prior,
+                         "learned": stats.learned(ci.mean, prior)})
+    return pd.DataFrame(rows)
+
+
+def per_seed(downstream: pd.DataFrame) -> pd.DataFrame:
+    """Pretrained arms' downstream scores per task and pretraining seed, fine-tuning seeds averaged."""
+    arms = downstream[downstream["objective"] != "scratch"]
+    return (arms.groupby(["objective", "arm", "task", "pretrain_seed"])
+            [["test_accuracy", "robustness_drop"]].mean().reset_index())
+
+
+def _pairs(downstream: pd.DataFrame):
+    """(objective, arm, task, arm's rows, baseline's rows) on the pretraining seeds both ran."""
+    if not len(downstream):
+        return
+    scores = per_seed(downstream)
+    for (objective, task), part in scores.groupby(["objective", "task"]):
+        baseline = f"{objective}/none"
+        base = part[part["arm"] == baseline].set_index("pretrain_seed")
+        for arm in sorted(set(part["arm"]) - {baseline}):
+            rows = part[part["arm"] == arm].set_index("pretrain_seed")
+            seeds = sorted(set(rows.index) & set(base.index))
+            if seeds:
+                yield objective, arm, task, rows.loc[seeds], base.loc[seeds]
+
+
+def downstream_claims(downstream: pd.DataFrame, priors: dict[str, float],
+                      delta: float = DELTA) -> pd.DataFrame:
+    """One row per downstream claim, corrected arm and task: method minus baseline, paired over seeds.
+
+    A comparison where either arm has not learned the task (mean test accuracy not above the
+    class prior by stats.LEARNED_MARGIN) is not resolved: neither arm can show a correction's effect.
+    """
+    rows = []
+    for objective, arm, task, a, b in _pairs(downstream):
+        prior = priors.get(task, float("nan"))
+        learned = (stats.learned(a["test_accuracy"].mean(), prior)
+                   and stats.learned(b["test_accuracy"].mean(), prior))
+        for claim, (col, direction) in DOWNSTREAM_CLAIMS.items():
+            test = stats.paired_test(a[col].to_numpy(), b[col].to_numpy())
+            verdict = stats.verdict(test.diff, direction, delta) if learned else stats.NOT_RESOLVED
+            rows.append({"claim": claim, "objective": objective, "arm": arm, "task": task,
+                         "effect": f"{col}: method - baseline", "direction": direction,
+                         "method_mean": float(a[col].mean()), "baseline_mean": float(b[col].mean()),
+                         "difference": test.diff.mean, "ci_low": test.diff.low,
+                         "ci_high": test.diff.high, "seeds": test.diff.n, "learned": learned,
+                         "verdict": verdict})
+    return pd.DataFrame(rows)
+
+
+def seed_differences(downstream: pd.DataFrame) -> pd.DataFrame:
+    """Test-accuracy difference, method minus baseline, per corrected arm, task and pretraining seed."""
+    rows = [{"arm": arm, "task": task, "pretrain_seed": s, "difference": d}
+            for _, arm, task, a, b in _pairs(downstream)
+            for s, d in (a["test_accuracy"] - b["test_accuracy"]).items()]
+    return pd.DataFrame(rows)
+
+
+def step_cost(arms: pd.DataFrame) -> pd.DataFrame:
+    """B1's step time per arm (mean over seeds) and its ratio to the uncorrected arm, minus 1."""
+    if not len(arms):
+        return pd.DataFrame()
+    cost = arms.groupby(["objective", "arm"])["step_ms"].mean().reset_index()
+    base = cost.set_index("arm")["step_ms"]
+    cost["vs_baseline"] = cost["step_ms"] / (cost["objective"] + "/none").map(base) - 1.0
+    return cost
+
+
+def target_claim(arm: str) -> str | None:
+    """The cost claim an arm ('electra/sr-word@glove-6b-50d') is held to; None for plain and none."""
+    parts = arm.split("/", 1)[-1].split("@")[0].split("+")
+    if any(p.startswith("sr-") for p in parts):
+        return SR_CLAIM  # SR's target holds for a combination with HC too
+    return HC_CLAIM if any(p in ("shield", "relabel") for p in parts) else None
+
+
+def overhead_claims(overhead: pd.DataFrame) -> pd.DataFrame:
+    """B2's overhead per model, objective and arm, with the verdict on the arm's cost target.
+
+    The interval is over the repetitions of one B2 run, or over the runs' means when several
+    runs measured the same model; the target is met when it lies below the target.
+    """
+    if not len(overhead):
+        return pd.DataFrame()
+    frame = overhead.copy()
+    if "model" not in frame:
+        frame["model"] = "-"
+    rows = []
+    for (model, objective, arm), part in frame.groupby(["model", "objective", "arm"], sort=False):
+        if len(part) == 1 and {"overhead_low", "overhead_high", "reps"} <= set(part):
+            r = part.iloc[0]
+            ci = stats.Interval(float(r["overhead_mean"]), float(r["overhead_low"]),
+                                float(r["overhead_high"]), int(r["reps"]))
+        else:
+            ci = stats.mean_ci(part["overhead_mean" if "overhead_mean" in part else "overhead"])
+        claim = target_claim(arm)
+        rows.append({"model": model, "objective": objective, "arm": arm,
+                     "step_ms": float(part["step_ms"].mean()), "overhead": float(part["overhead"].mean()),
+                     "ci_low": ci.low, "ci_high": ci.high, "reps": ci.n, "claim": claim,
+                     "target": TARGETS.get(claim),
+                     "verdict": stats.verdict(ci, "at_most", TARGETS[claim]) if claim else None})
+    return pd.DataFrame(rows)
+
+
+def summary(downstream: pd.DataFrame, overhead: pd.DataFrame) -> pd.DataFrame:
+    """One verdict per paper claim (stats.combine over its rows); no rows: not resolved.
+
+    `downstream`: `downstream_claims`' table; `overhead`: `overhead_claims`' table, judged at
+    the model with the slowest step per objective (the one nearest a real pretraining step:
+    the correction's share of the step shrinks as the model grows).
+    """
+    judged = []
+    if len(downstream):
+        judged += list(zip(downstream["claim"], downstream["verdict"]))
+    if len(overhead):
+        largest = overhead.loc[overhead.groupby("objective")["step_ms"].idxmax(), ["objective", "model"]]
+        at = overhead.merge(largest, on=["objective", "model"])
+        judged += list(zip(at["claim"], at["verdict"]))  # reference arms match no claim
+    rows = []
+    for claim in CLAIMS:
+        verdicts = [v for c, v in judged if c == claim]
+        rows.append({"claim": claim, "conditions": len(verdicts),
+                     "reproduced": sum(v == stats.REPRODUCED for v in verdicts),
+                     "contradicted": sum(v == stats.CONTRADICTED for v in verdicts),
+                     "verdict": stats.combine(verdicts)})
+    return pd.DataFrame(rows)

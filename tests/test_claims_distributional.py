@@ -1,0 +1,232 @@
+"""Paper A's claims as code: verdicts from small hand-made records, in the one vocabulary of mlmlib.stats."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mlmlib import stats
+from mlmlib.papers.distributional import claims
+from mlmlib.stats import Interval
+
+SIZES = (100, 200, 400)
+# Accuracy per (model, test set) at each training size, as the paper describes the models.
+PAPER = {
+    "with": {"A-D1": (0.80, 0.85, 0.90), "B-D1": 0.85, "A-D2": 0.75},
+    "without": {"A-D1": (0.70, 0.78, 0.88), "B-D1": 0.60, "A-D2": 0.75},
+    "scratch": {"A-D1": (0.60, 0.65, 0.70), "B-D1": 0.55, "A-D2": 0.60},
+    "shuffled": {"A-D1": (0.60, 0.64, 0.69), "B-D1": 0.55, "A-D2": 0.60},
+    "cbow": {"A-D1": (0.62, 0.67, 0.72), "B-D1": 0.65, "A-D2": 0.61},
+}
+
+
+def synthetic_rows(accuracy=PAPER, seeds=(0, 1, 2, 3, 4), fractions=(0.0,), noise=0.003, jitter=None):
+    """A3's rows for the given seeds: accuracy per model and test set, a little seeded noise and jitter(model, seed)."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for seed in seeds:
+        for fraction in fractions:
+            for model, tests in accuracy.items():
+                for test_set, acc in tests.items():
+                    for i, size in enumerate(SIZES):
+                        base = (acc[i] if isinstance(acc, tuple) else acc) + (jitter(model, seed) if jitter else 0)
+                        rows.append({"seed": seed, "model": model, "bd2_fraction": fraction, "train_size": size,
+                                     "test_set": test_set, "accuracy": base + noise * rng.standard_normal()})
+    return pd.DataFrame(rows)
+
+
+def by_claim(table):
+    """{the claim's words before the first colon or parenthesis: verdict}."""
+    return {c.split(":")[0].split(" (")[0]: v for c, v in zip(table.claim, table.verdict)}
+
+
+# ---------------------------------------------------------------- synthetic experiment
+
+
+def test_learning_curve_statistics():
+    sizes, accs = [100, 200, 400, 800], [0.6, 0.7, 0.8, 0.9]
+    assert claims.examples_needed(sizes, accs, 0.75) == pytest.approx(math.sqrt(200 * 400))
+    assert claims.examples_needed(sizes, accs, 0.5) == 100
+    assert claims.examples_needed(sizes, accs, 0.95) == math.inf
+    assert claims.learning_curve_area(sizes, accs) == pytest.approx(0.75)
+    assert claims.learning_curve_area([100], [0.6]) == pytest.approx(0.6)
+    assert claims.needed_text([100.0, math.inf, 200.0]) == "2/3 seeds reached it"
+    assert "examples (n=3)" in claims.needed_text([100.0, 110.0, 120.0])
+
+
+def test_per_seed_and_paired_align_seeds():
+    frame = synthetic_rows(seeds=(0, 1, 2))
+    area = claims.per_seed(frame, "A-D1", 0.0, claims.learning_curve_area)
+    assert len(area) == 3 * len(PAPER) and set(area.model) == set(PAPER)
+    a, b = claims.paired(pd.concat([area[(area.model == "with") & (area.seed != 1)],
+                                    area[area.model == "without"]]), "with", "without")
+    assert len(a) == len(b) == 2 and (a > b).all()
+
+
+def test_claims_reproduced_when_the_runs_say_what_the_paper_says():
+    table = claims.claims(synthetic_rows(), margin=0.02)
+    assert list(table.columns) == claims.COLUMNS
+    assert (table.seeds == 5).all()
+    assert [c.split(":")[0] for c in table.claim] == [
+        "B-D1 synonym transfer", "Sample efficiency",
+        "D2 generalization not explained by the property (B-D2 fraction 0)", "Control", "Control"]
+    assert (table.verdict == stats.REPRODUCED).all()
+
+
+def test_claims_contradicted_when_the_runs_say_the_opposite():
+    flipped = {**PAPER, "with": {**PAPER["with"], "B-D1": 0.50, "A-D2": 0.90}}  # no transfer, WITH far ahead on D2
+    verdicts = by_claim(claims.claims(synthetic_rows(flipped), margin=0.02))
+    assert verdicts["B-D1 synonym transfer"] == stats.CONTRADICTED
+    assert verdicts["D2 generalization not explained by the property"] == stats.CONTRADICTED
+    slow = {**PAPER, "with": {**PAPER["with"], "A-D1": (0.55, 0.60, 0.65)}}  # WITH learns A-D1 slowest
+    assert by_claim(claims.claims(synthetic_rows(slow)))["Sample efficiency"] == stats.CONTRADICTED
+
+
+def test_claims_not_resolved_with_too_few_seeds_or_overlapping_intervals():
+    two = claims.claims(synthetic_rows(seeds=(0, 1)))
+    assert len(two) == 5 and (two.verdict == stats.NOT_RESOLVED).all() and (two.seeds == 2).all()
+    # WITH and WITHOUT alike, one ahead on even seeds and the other on odd ones: the intervals overlap
+    alike = {**PAPER, "without": PAPER["with"]}
+
+    def swing(model, seed):
+        return {"with": 0.02, "without": -0.02}.get(model, 0.0) * (-1) ** seed
+
+    verdicts = by_claim(claims.claims(synthetic_rows(alike, jitter=swing)))
+    assert verdicts["B-D1 synonym transfer"] == stats.NOT_RESOLVED
+    assert verdicts["Sample efficiency"] == stats.NOT_RESOLVED
+
+
+def test_claims_d2_margin_and_fractions():
+    # WITH ahead of WITHOUT on A-D2 by 0.01: within a margin of 0.05, not resolved against 0.01
+    ahead = {**PAPER, "with": {**PAPER["with"], "A-D2": 0.76}}
+    rows = synthetic_rows(ahead, fractions=(0.0, 0.5))
+    d2 = claims.claims(rows, margin=0.05)
+    d2 = d2[d2.claim.str.startswith("D2")]
+    assert len(d2) == 2 and d2.claim.str.contains("B-D2 fraction 0.5").any()
+    assert (d2.verdict == stats.REPRODUCED).all()
+    tight = claims.claims(rows, margin=0.01)
+    assert (tight[tight.claim.str.startswith("D2")].verdict == stats.NOT_RESOLVED).all()
+
+
+def test_claims_never_reproduced_without_measurements():
+    assert claims.claims(pd.DataFrame()).empty
+    assert list(claims.claims(pd.DataFrame()).columns) == claims.COLUMNS
+    only = synthetic_rows({"with": PAPER["with"], "scratch": PAPER["scratch"]})
+    assert claims.claims(only).empty  # every claim needs WITHOUT, shuffled or CBOW as well: left out
+    one_seed = claims.claims(synthetic_rows(seeds=(0,)))
+    assert len(one_seed) and (one_seed.verdict == stats.NOT_RESOLVED).all()
+
+
+# ---------------------------------------------------------------- real text
+
+
+def test_low_correlation_verdict():
+    assert claims.low_correlation_verdict(Interval(0.1, -0.1, 0.3, 100)) == stats.REPRODUCED
+    assert claims.low_correlation_verdict(Interval(0.8, 0.7, 0.9, 100)) == stats.CONTRADICTED
+    assert claims.low_correlation_verdict(Interval(-0.8, -0.9, -0.7, 100)) == stats.CONTRADICTED
+    assert claims.low_correlation_verdict(Interval(0.2, -0.1, 0.6, 100)) == stats.NOT_RESOLVED  # overlaps
+    assert claims.low_correlation_verdict(Interval(0.1, -0.1, 0.3, 10)) == stats.NOT_RESOLVED  # n < min_n
+    assert claims.low_correlation_verdict(Interval(float("nan"), float("nan"), float("nan"), 100)) == stats.NOT_RESOLVED
+    assert claims.low_correlation_verdict(Interval(0.1, -0.1, 0.3, 10), min_n=5) == stats.REPRODUCED
+
+
+def test_correlation_table_per_model_and_template():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=200)
+    table = claims.correlation_table({"m": x}, {"same": x + 0.1 * rng.normal(size=200),
+                                                "noise": rng.normal(size=200)}, n_boot=200)
+    assert list(table.template) == ["same", "noise"] and (table.n == 200).all()
+    assert list(table.verdict) == [stats.CONTRADICTED, stats.REPRODUCED]
+    with pytest.raises(ValueError, match="at least one template"):
+        claims.correlation_table({"m": x}, {})
+
+
+def a5_record(run="r0", seed=0, n=120, correlated=(), val_accuracy=None, kinds=("word",), min_examples=30):
+    """One A5 record: two checkpoints and a ratio model; the models in `correlated` track Delta-distribution."""
+    rng = np.random.default_rng(seed)
+    models = [{"model": "checkpoint 0.5", "group": "checkpoint", "value": 0.5},
+              {"model": "checkpoint 1", "group": "checkpoint", "value": 1.0},
+              {"model": "ratio 0.5", "group": "ratio", "value": 0.5}]
+    for m in models:
+        m["val_accuracy"] = (val_accuracy or {}).get(m["model"], 0.9)
+    dd = rng.random(n)
+    delta_pred = {m["model"]: (dd + 0.05 * rng.random(n) if m["model"] in correlated else rng.random(n)).tolist()
+                  for m in models}
+    return {"run_id": run, "seed": seed, "task": "toy", "min_examples": min_examples, "models": models,
+            "perturbations": [{"kind": kinds[i % len(kinds)]} for i in range(n)],
+            "delta_pred": delta_pred, "delta_distribution": {"{x} [MASK]": dd.tolist()}}
+
+
+def cells_of(*recs, **kw):
+    return claims.correlation_cells(pd.DataFrame(list(recs)), n_boot=200, priors={"toy": 0.5}, **kw)
+
+
+def test_correlation_cells_reproduced_and_contradicted():
+    low = cells_of(a5_record(), a5_record(run="r1", seed=1))
+    assert len(low) == 2 * 3 and set(low.columns) == set(claims.CELL_COLUMNS)
+    assert (low.verdict == stats.REPRODUCED).all() and low.learned.all() and not low.too_few.any()
+    assert claims.overall_verdict(low) == stats.REPRODUCED
+    row = claims.correlation_claims(low).iloc[0]
+    assert row.verdict == stats.REPRODUCED and row.seeds == 2 and "6 judged cells, 6 low" in row.measured
+    high = cells_of(a5_record(), a5_record(run="r1", seed=1, correlated=("ratio 0.5",)))
+    assert (high.verdict == stats.CONTRADICTED).sum() == 1
+    assert claims.overall_verdict(high) == stats.CONTRADICTED
+    assert claims.correlation_claims(high).iloc[0].verdict == stats.CONTRADICTED
+
+
+def test_correlation_cells_not_resolved_with_few_pairs_and_split_by_kind():
+    cells = cells_of(a5_record(n=40, kinds=("word", "short-phrase"), min_examples=25))
+    assert sorted(set(cells.kind)) == ["short-phrase", "word"] and (cells.n == 20).all()
+    assert (cells.verdict == stats.NOT_RESOLVED).all() and cells.too_few.all()  # 20 pairs < min_n = 30
+    assert claims.overall_verdict(cells) == stats.NOT_RESOLVED
+    tracked = a5_record(n=40, kinds=("word", "short-phrase"), correlated=("checkpoint 1",))
+    assert (cells_of(tracked).verdict == stats.NOT_RESOLVED).all()
+    fewer = cells_of(tracked, min_n=10)
+    assert (fewer[fewer.model == "checkpoint 1"].verdict == stats.CONTRADICTED).all()
+
+
+def test_models_at_chance_are_left_out():
+    # the correlated model has not learned (0.515 is not above 0.5 + LEARNED_MARGIN): its cell is excluded
+    rec = a5_record(correlated=("ratio 0.5",), val_accuracy={"ratio 0.5": 0.515, "checkpoint 1": 0.53})
+    cells = cells_of(rec).set_index("model")
+    assert not cells.loc["ratio 0.5", "learned"] and cells.loc["ratio 0.5", "verdict"] == claims.EXCLUDED
+    assert cells.loc["checkpoint 1", "learned"]
+    assert claims.overall_verdict(cells.reset_index()) == stats.REPRODUCED
+    assert "left out (not above the majority class on validation): ratio 0.5" in \
+        claims.correlation_claims(cells.reset_index()).iloc[0].measured
+    # a stricter margin leaves out checkpoint 1 (0.53) as well
+    assert cells_of(rec, margin=0.05).learned.sum() == 1
+
+
+def test_no_judged_cell_is_never_reproduced():
+    chance = {m: 0.5 for m in ("checkpoint 0.5", "checkpoint 1", "ratio 0.5")}
+    cells = cells_of(a5_record(val_accuracy=chance))
+    assert not cells.learned.any() and (cells.verdict == claims.EXCLUDED).all()
+    assert claims.overall_verdict(cells) == stats.NOT_RESOLVED
+    empty = claims.correlation_cells(pd.DataFrame())
+    assert empty.empty and claims.overall_verdict(empty) == stats.NOT_RESOLVED
+    row = claims.correlation_claims(empty).iloc[0]
+    assert row.verdict == stats.NOT_RESOLVED and row.seeds == 0 and row.interval == "no judged cell"
+    assert claims.final_checkpoint_points(pd.DataFrame()).empty
+
+
+def test_priors_default_to_the_validation_majority_class(monkeypatch):
+    import mlmlib.data
+
+    monkeypatch.setattr(mlmlib.data, "load_task", lambda task: {"validation": {"label": [0, 0, 0, 1]}})
+    assert claims.validation_prior("toy") == 0.75
+    # 0.9 on validation is above 0.75 + margin, 0.76 is not
+    cells = claims.correlation_cells(pd.DataFrame([a5_record(val_accuracy={"ratio 0.5": 0.76})]), n_boot=50)
+    assert dict(zip(cells.model, cells.learned)) == {"checkpoint 0.5": True, "checkpoint 1": True, "ratio 0.5": False}
+
+
+def test_final_checkpoint_points():
+    rec = a5_record(n=10, kinds=("word", "long-phrase"))
+    points = claims.final_checkpoint_points(pd.DataFrame([rec]))
+    assert len(points) == 10 and set(points.kind) == {"word", "long-phrase"}
+    word = points[points.kind == "word"]
+    assert np.allclose(word["Delta-pred"], np.asarray(rec["delta_pred"]["checkpoint 1"])[::2])
+    assert np.allclose(word["Delta-distribution"], np.asarray(rec["delta_distribution"]["{x} [MASK]"])[::2])

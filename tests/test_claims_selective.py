@@ -1,0 +1,192 @@
+"""Paper C's claims on small hand-made record rows: paired verdicts, the learned gate, the conclusion."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from mlmlib import stats
+from mlmlib.papers.selective_masking import claims
+
+PRIORS = {"t": 0.5}
+
+
+def arm(name, accuracies, word_list="-", labels="few", task="t", f1=None):
+    """Record rows of one arm, one per seed (seeds 0, 1, ...)."""
+    return [{"task": task, "arm": name, "word_list": word_list, "labels": labels, "seed": seed,
+             "accuracy": acc, "f1": acc if f1 is None else f1[seed]}
+            for seed, acc in enumerate(accuracies)]
+
+
+RANDOM = arm("random", [0.70, 0.72, 0.74, 0.71])
+
+
+def only(table, **match):
+    """The one row of a claim table matching every key."""
+    rows = [r for r in table if all(r[k] == v for k, v in match.items())]
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+# ---------------------------------------------------------------- paired_against
+
+
+def test_paired_against_pairs_shared_seeds_only():
+    random = [r for r in RANDOM if r["seed"] != 1]  # seeds 0, 2, 3
+    rows = random + arm("linear", [0.75, 0.77, 0.80, 0.77], "vader")  # seeds 0 to 3
+    out = claims.paired_against(rows)
+    ref, lin = only(out, arm="random"), only(out, arm="linear")
+    assert "verdict" not in ref and ref["seeds"] == 3 and lin["seeds"] == 4
+    assert lin["paired_seeds"] == 3 and lin["diff_vs_random"] == pytest.approx((0.05 + 0.06 + 0.06) / 3)
+    assert lin["verdict"] == stats.REPRODUCED
+
+
+def test_paired_against_empty():
+    assert claims.paired_against([]) == []
+
+
+# ---------------------------------------------------------------- selective_claims
+
+
+def test_selective_above_random_is_reproduced():
+    rows = RANDOM + arm("step", [0.75, 0.76, 0.80, 0.75], "vader") + arm("none", [0.9] * 4)
+    table = claims.selective_claims(rows, PRIORS)
+    assert [c["arm"] for c in table] == ["step"]  # only selective arms make the claim
+    c = table[0]
+    assert c["verdict"] == stats.REPRODUCED and c["seeds"] == 4 and c["learned"]
+    assert c["effect"] == pytest.approx(0.0475) and c["low"] > 0
+    assert "step" in c["claim"] and "vader" in c["claim"] and "random" in c["claim"]
+
+
+def test_below_random_is_contradicted():
+    rows = RANDOM + arm("linear", [0.65, 0.66, 0.70, 0.66], "vader")
+    assert claims.selective_claims(rows, PRIORS)[0]["verdict"] == stats.CONTRADICTED
+
+
+def test_too_few_seeds_is_not_resolved():
+    rows = arm("random", [0.70, 0.72]) + arm("exponential", [0.80, 0.83], "vader")  # +0.10, +0.11
+    c = claims.selective_claims(rows, PRIORS)[0]
+    assert c["seeds"] == 2 < stats.MIN_SEEDS and c["verdict"] == stats.NOT_RESOLVED
+
+
+def test_spanning_zero_is_not_resolved_and_equivalent_with_a_margin():
+    rows = RANDOM + arm("linear", [0.71, 0.71, 0.74, 0.71], "vader")  # diffs +.01 -.01 0 0
+    assert claims.selective_claims(rows, PRIORS)[0]["verdict"] == stats.NOT_RESOLVED
+    c = claims.selective_claims(rows, PRIORS, delta=0.05)[0]
+    assert c["verdict"] == stats.EQUIVALENT and c["delta"] == 0.05
+    # a margin narrower than the interval does not make it equivalent
+    assert claims.selective_claims(rows, PRIORS, delta=0.005)[0]["verdict"] == stats.NOT_RESOLVED
+
+
+def test_classifiers_at_the_majority_class_resolve_nothing():
+    # selective above random at every seed, but nobody beats the 0.7 majority class by the margin
+    rows = arm("random", [0.700, 0.705, 0.700, 0.700]) + arm("step", [0.710, 0.716, 0.712, 0.711], "v")
+    assert only(claims.paired_against(rows), arm="step")["verdict"] == stats.REPRODUCED
+    c = claims.selective_claims(rows, {"t": 0.7})[0]
+    assert not c["learned"] and c["verdict"] == stats.NOT_RESOLVED
+    # the same rows against a lower prior: learned, and the paired verdict stands
+    assert claims.selective_claims(rows, {"t": 0.6})[0]["verdict"] == stats.REPRODUCED
+    # a task without a recorded prior is not taken as learned
+    assert claims.selective_claims(rows, {})[0]["verdict"] == stats.NOT_RESOLVED
+
+
+def test_metric_is_compared_but_learned_is_judged_on_accuracy():
+    f1_up = [0.60, 0.61, 0.62, 0.60]
+    rows = (arm("random", [0.8] * 4, f1=[0.50, 0.52, 0.51, 0.50])
+            + arm("step", [0.8] * 4, "v", f1=f1_up))
+    c = claims.selective_claims(rows, PRIORS, metric="f1")[0]
+    assert c["effect"] == pytest.approx(0.1) and c["verdict"] == stats.REPRODUCED
+    assert claims.selective_claims(rows, {"t": 0.8}, metric="f1")[0]["verdict"] == stats.NOT_RESOLVED
+
+
+def test_no_reference_arm_gives_unpaired_not_resolved():
+    c = claims.selective_claims(arm("step", [0.9, 0.91, 0.92], "v"), PRIORS)[0]
+    assert c["seeds"] == 0 and math.isnan(c["effect"]) and c["verdict"] == stats.NOT_RESOLVED
+
+
+# ---------------------------------------------------------------- learned_groups
+
+
+def test_learned_at_its_edge():
+    prior = 0.5
+    edge = prior + stats.LEARNED_MARGIN
+    at_edge = arm("random", [edge] * 4, labels="few")  # four equal values: their mean is exact
+    above = arm("random", [edge + 1e-9] * 4, labels="all")
+    learned = claims.learned_groups(at_edge + above, {"t": prior}, ["random"])
+    assert learned == {("t", "few"): False, ("t", "all"): True}
+
+
+def test_learned_only_counts_the_compared_arms():
+    rows = arm("random", [0.5] * 3) + arm("none", [0.9] * 3)
+    assert claims.learned_groups(rows, PRIORS, ["random"]) == {("t", "few"): False}
+    assert claims.learned_groups(rows, PRIORS, ["random", "none"]) == {("t", "few"): True}
+    assert claims.learned_groups([], PRIORS, ["random"]) == {}
+
+
+# ---------------------------------------------------------------- scratch_claims
+
+
+def test_scratch_claims():
+    assert claims.scratch_claims(RANDOM) == []  # no scratch arm: nothing to compare
+    rows = arm("scratch", [0.60, 0.61, 0.62, 0.60]) + RANDOM + arm("none", [0.60, 0.60, 0.63, 0.61])
+    floor = claims.scratch_claims(rows)
+    assert {c["arm"] for c in floor} == {"random", "none"}
+    assert only(floor, arm="random")["verdict"] == stats.REPRODUCED
+    assert only(floor, arm="none")["verdict"] == stats.NOT_RESOLVED
+
+
+# ---------------------------------------------------------------- conclusion
+
+
+def claim(verdict, seeds=5, learned=True):
+    return {"verdict": verdict, "seeds": seeds, "learned": learned}
+
+
+def test_conclusion_of_nothing_is_never_reproduced():
+    verdict, text = claims.conclusion([])
+    assert verdict == stats.NOT_RESOLVED and text.startswith(stats.NOT_RESOLVED)
+
+
+@pytest.mark.parametrize("verdicts, expected", [
+    ([stats.REPRODUCED] * 3, stats.REPRODUCED),
+    ([stats.REPRODUCED, stats.REPRODUCED, stats.CONTRADICTED], stats.CONTRADICTED),
+    ([stats.REPRODUCED, stats.NOT_RESOLVED], stats.NOT_RESOLVED),
+    ([stats.EQUIVALENT] * 2, stats.EQUIVALENT),
+    ([stats.EQUIVALENT, stats.REPRODUCED], stats.NOT_RESOLVED),
+])
+def test_conclusion_combines_the_comparisons(verdicts, expected):
+    verdict, text = claims.conclusion([claim(v) for v in verdicts])
+    assert verdict == expected and text.startswith(f"{expected}: of {len(verdicts)} selective")
+    assert "paired seeds" not in text and "majority class" not in text and "scratch" not in text
+
+
+def test_conclusion_says_why_it_is_not_resolved():
+    table = [claim(stats.NOT_RESOLVED, seeds=2), claim(stats.NOT_RESOLVED, learned=False),
+             claim(stats.REPRODUCED)]
+    floor = [claim(stats.NOT_RESOLVED), claim(stats.CONTRADICTED)]
+    verdict, text = claims.conclusion(table, floor)
+    assert verdict == stats.NOT_RESOLVED
+    assert "1 reproduced, 2 not resolved" in text
+    assert f"1 have fewer than {stats.MIN_SEEDS} paired seeds" in text
+    assert "in 1, no compared classifier beats the majority class" in text
+    assert "scratch" in text
+    assert "scratch" not in claims.conclusion(table, [claim(stats.REPRODUCED)])[1]
+
+
+def test_end_to_end_on_records():
+    rows = (RANDOM + arm("scratch", [0.6] * 4) + arm("step", [0.75, 0.76, 0.80, 0.75], "vader")
+            + arm("linear", [0.65, 0.66, 0.70, 0.66], "vader"))
+    runs = pd.DataFrame([{"task": "t", "majority_accuracy": 0.5}] * 2)
+    table = claims.selective_claims(rows, claims.task_priors(runs))
+    verdict, text = claims.conclusion(table, claims.scratch_claims(rows))
+    assert verdict == stats.CONTRADICTED and "1 reproduced, 1 contradicted" in text
+    assert {c["verdict"] for c in table} <= set(stats.VERDICTS)
+
+
+def test_task_priors():
+    runs = pd.DataFrame([{"task": "a", "majority_accuracy": 0.6}, {"task": "a", "majority_accuracy": 0.6},
+                         {"task": "b", "majority_accuracy": 0.9}])
+    assert claims.task_priors(runs) == {"a": pytest.approx(0.6), "b": pytest.approx(0.9)}
+    assert claims.task_priors(pd.DataFrame()) == {}

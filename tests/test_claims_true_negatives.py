@@ -1,0 +1,232 @@
+"""Paper B's claims on hand-made records: every table, every verdict, and empty input."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from mlmlib import stats
+from mlmlib.papers.true_negatives import claims
+
+PRIORS = {"toy": 0.5}
+ACC, DROP = "better downstream score", "more robust to synonyms"
+
+
+def downstream(diffs, base=0.8, drop_diffs=None, arm="electra/shield", task="toy") -> pd.DataFrame:
+    """Baseline and one corrected arm per pretraining seed, two fine-tuning seeds each, plus scratch.
+
+    The arm's accuracy is the baseline's plus `diffs[seed]` (split evenly over the fine-tuning
+    seeds); its synonym drop is the baseline's plus `drop_diffs[seed]` (default: 0).
+    """
+    drop_diffs = drop_diffs or [0.0] * len(diffs)
+    rows = []
+    for seed, (d, dd) in enumerate(zip(diffs, drop_diffs)):
+        b = base + 0.01 * seed  # seeds differ; the pairing removes it
+        for ft, jitter in ((0, -0.002), (1, 0.002)):
+            common = {"task": task, "pretrain_seed": seed, "finetune_seed": ft}
+            rows.append({"arm": arm.split("@")[0].split("/")[0] + "/none", "objective": arm.split("/")[0],
+                         "method": "none", "test_accuracy": b + jitter, "robustness_drop": 0.1, **common})
+            rows.append({"arm": arm, "objective": arm.split("/")[0], "method": arm.split("/")[1].split("@")[0],
+                         "test_accuracy": b + d + jitter, "robustness_drop": 0.1 + dd, **common})
+            rows.append({"arm": "scratch", "objective": "scratch", "method": "none",
+                         "test_accuracy": 0.55, "robustness_drop": 0.0, **common})
+    return pd.DataFrame(rows)
+
+
+def verdict(table: pd.DataFrame, claim: str) -> str:
+    (v,) = table.loc[table["claim"] == claim, "verdict"]
+    return v
+
+
+# --------------------------------------------------------------- downstream claims
+
+
+def test_clear_gains_reproduce_both_claims():
+    table = claims.downstream_claims(downstream([0.05, 0.06, 0.07], drop_diffs=[-0.03, -0.04, -0.05]),
+                                     PRIORS)
+    assert verdict(table, ACC) == stats.REPRODUCED
+    assert verdict(table, DROP) == stats.REPRODUCED  # the drop is lower: direction "less"
+    row = table[table["claim"] == ACC].iloc[0]
+    assert row["difference"] == pytest.approx(0.06) and row["seeds"] == 3
+    assert row["ci_low"] > 0 and row["arm"] == "electra/shield" and row["learned"]
+
+
+def test_clear_losses_contradict():
+    table = claims.downstream_claims(downstream([-0.05, -0.06, -0.07], drop_diffs=[0.03, 0.04, 0.05]),
+                                     PRIORS)
+    assert verdict(table, ACC) == stats.CONTRADICTED
+    assert verdict(table, DROP) == stats.CONTRADICTED
+
+
+def test_no_difference_within_delta_is_equivalent():
+    table = claims.downstream_claims(downstream([0.001, -0.001, 0.0005]), PRIORS, delta=0.01)
+    assert verdict(table, ACC) == stats.EQUIVALENT
+    assert verdict(table, DROP) == stats.EQUIVALENT  # drops identical: a zero-width interval at 0
+
+
+@pytest.mark.parametrize("diffs, priors, why", [
+    ([0.05, 0.06], PRIORS, "two seeds are fewer than stats.MIN_SEEDS"),
+    ([0.05, -0.05, 0.02], PRIORS, "the interval spans zero and reaches past delta"),
+    ([0.05, 0.06, 0.07], {"toy": 0.8}, "the baseline does not beat the class prior by the margin"),
+    ([0.05, 0.06, 0.07], {}, "no class prior: learning cannot be shown"),
+])
+def test_not_resolved(diffs, priors, why):
+    table = claims.downstream_claims(downstream(diffs), priors)
+    assert verdict(table, ACC) == stats.NOT_RESOLVED, why
+
+
+def test_unlearned_pair_is_flagged():
+    table = claims.downstream_claims(downstream([0.05, 0.06, 0.07]), {"toy": 0.8})
+    assert not table["learned"].any()
+
+
+def test_arms_with_a_source_are_not_merged_with_the_plain_arm():
+    both = pd.concat([downstream([0.05, 0.06, 0.07]),
+                      downstream([-0.05, -0.06, -0.07], arm="electra/shield@glove-6b-50d")])
+    both = both.drop_duplicates(subset=["arm", "task", "pretrain_seed", "finetune_seed"])
+    table = claims.downstream_claims(both, PRIORS)
+    acc = table[table["claim"] == ACC].set_index("arm")["verdict"]
+    assert acc.to_dict() == {"electra/shield": stats.REPRODUCED,
+                             "electra/shield@glove-6b-50d": stats.CONTRADICTED}
+
+
+def test_seed_differences_are_method_minus_baseline_per_seed():
+    diffs = claims.seed_differences(downstream([0.05, 0.06, 0.07]))
+    assert diffs["pretrain_seed"].tolist() == [0, 1, 2]
+    assert diffs["difference"].tolist() == pytest.approx([0.05, 0.06, 0.07])
+    assert set(diffs["arm"]) == {"electra/shield"}  # scratch and the baseline are no arms here
+
+
+def test_floor_table_has_scratch_prior_and_learned():
+    floor = claims.floor_table(downstream([0.05, 0.06, 0.07]), PRIORS).set_index("arm")
+    assert floor.loc["scratch", "test_accuracy"] == pytest.approx(0.55)
+    assert floor.loc["scratch", "learned"]  # 0.55 > 0.5 + 0.02
+    assert floor.loc["electra/none", "seeds"] == 3 and floor.loc["electra/none", "class_prior"] == 0.5
+    low = claims.floor_table(downstream([0.05, 0.06, 0.07]), {"toy": 0.54}).set_index("arm")
+    assert not low.loc["scratch", "learned"]
+
+
+def test_class_priors_from_the_tasks_table():
+    tasks = pd.DataFrame([{"task": "toy", "majority_accuracy": 0.5}, {"task": "toy", "majority_accuracy": 0.5},
+                          {"task": "other", "majority_accuracy": 0.7}])
+    assert claims.class_priors(tasks) == {"toy": 0.5, "other": 0.7}
+    assert claims.class_priors(pd.DataFrame()) == {}
+
+
+# --------------------------------------------------------------- training statistics
+
+
+def training_rows() -> pd.DataFrame:
+    rows = []
+    for arm, objective in (("electra/none", "electra"), ("mlm/none", "mlm")):
+        for seed in (0, 1):
+            for step, rate in ((10, 0.0), (20, 0.02 + seed * 0.02)):
+                rows.append({"arm": arm, "objective": objective, "pretrain_seed": seed, "step": step,
+                             "fn_rate_replaced": rate, "fn_rate_masked": rate / 2,
+                             "generator_acc": step / 100, "disc_acc_original": 0.9 + seed * 0.02,
+                             "disc_acc_replaced": 0.5, "disc_acc_false_negative": step / 100})
+    return pd.DataFrame(rows)
+
+
+def test_false_negative_table():
+    table = claims.false_negative_table(training_rows()).set_index("arm")
+    assert table.loc["electra/none", "fn_rate_replaced"] == pytest.approx(0.015)
+    assert table.loc["electra/none", "fn_rate_masked"] == pytest.approx(0.0075)
+    assert table.loc["electra/none", "zero_windows"] == 2 and table.loc["electra/none", "windows"] == 4
+    assert table.loc["electra/none", "spearman_with_generator_acc"] > 0.8
+
+
+def test_disc_accuracy_table_takes_the_last_window_of_electra_arms():
+    table = claims.disc_accuracy_table(training_rows())
+    assert list(table.index) == ["electra/none"]
+    assert table.loc["electra/none", "disc_acc_original"] == pytest.approx(0.91)
+    assert table.loc["electra/none", "disc_acc_false_negative"] == pytest.approx(0.2)
+
+
+def test_step_cost_against_the_uncorrected_arm():
+    arms = pd.DataFrame([{"arm": "electra/none", "objective": "electra", "step_ms": 100.0},
+                         {"arm": "electra/shield", "objective": "electra", "step_ms": 104.0},
+                         {"arm": "electra/shield", "objective": "electra", "step_ms": 106.0}])
+    cost = claims.step_cost(arms).set_index("arm")
+    assert cost.loc["electra/shield", "vs_baseline"] == pytest.approx(0.05)
+    assert cost.loc["electra/none", "vs_baseline"] == 0.0
+
+
+# --------------------------------------------------------------- cost claims
+
+
+def overhead_row(arm, low, high, reps=5, model="big", step_ms=100.0, objective="electra"):
+    mid = (low + high) / 2
+    return {"model": model, "objective": objective, "arm": arm, "step_ms": step_ms, "overhead": mid,
+            "overhead_mean": mid, "overhead_low": low, "overhead_high": high, "reps": reps}
+
+
+@pytest.mark.parametrize("arm, low, high, reps, expected", [
+    ("electra/shield", 0.01, 0.03, 5, stats.REPRODUCED),  # below HC's 5%
+    ("electra/relabel", 0.06, 0.09, 5, stats.CONTRADICTED),  # above it
+    ("electra/shield", 0.03, 0.07, 5, stats.NOT_RESOLVED),  # spans it
+    ("electra/shield", 0.01, 0.03, 2, stats.NOT_RESOLVED),  # too few repetitions
+    ("electra/sr-word", 0.06, 0.12, 5, stats.REPRODUCED),  # below SR's 15%
+    ("electra/sr-sentence@glove-6b-50d", 0.2, 0.3, 5, stats.CONTRADICTED),
+])
+def test_overhead_verdicts(arm, low, high, reps, expected):
+    table = claims.overhead_claims(pd.DataFrame([overhead_row(arm, low, high, reps)]))
+    assert table["verdict"].tolist() == [expected]
+
+
+def test_overhead_of_several_runs_is_an_interval_over_runs():
+    rows = [overhead_row("electra/shield", v - 0.001, v + 0.001) for v in (0.01, 0.02, 0.03)]
+    (row,) = claims.overhead_claims(pd.DataFrame(rows)).to_dict("records")
+    assert row["reps"] == 3 and row["ci_low"] < 0.02 < row["ci_high"]
+    assert row["verdict"] == stats.REPRODUCED  # the mean's interval lies below 0.05
+
+
+def test_reference_arms_have_no_cost_claim():
+    assert claims.target_claim("electra/plain") is None and claims.target_claim("mlm/none") is None
+    assert claims.target_claim("mlm/shield") == claims.HC_CLAIM
+    assert claims.target_claim("electra/shield+sr-word") == claims.SR_CLAIM
+    table = claims.overhead_claims(pd.DataFrame([overhead_row("electra/plain", 0.0, 0.0)]))
+    assert table["verdict"].tolist() == [None]
+
+
+# --------------------------------------------------------------- one verdict per claim
+
+
+def test_summary_of_nothing_is_never_reproduced():
+    table = claims.summary(pd.DataFrame(), pd.DataFrame())
+    assert table["claim"].tolist() == list(claims.CLAIMS)
+    assert (table["verdict"] == stats.NOT_RESOLVED).all() and (table["conditions"] == 0).all()
+    empty = claims.downstream_claims(pd.DataFrame(), PRIORS)
+    assert empty.empty and claims.summary(empty, claims.overhead_claims(pd.DataFrame()))[
+        "verdict"].eq(stats.NOT_RESOLVED).all()
+
+
+def test_summary_combines_tasks_and_arms():
+    good = downstream([0.05, 0.06, 0.07], drop_diffs=[-0.03, -0.04, -0.05])
+    bad = downstream([-0.05, -0.06, -0.07], task="other")
+    both = claims.downstream_claims(pd.concat([good, bad]), {"toy": 0.5, "other": 0.5})
+    table = claims.summary(both, pd.DataFrame()).set_index("claim")
+    assert table.loc[ACC, "verdict"] == stats.CONTRADICTED  # one task contradicts it
+    assert table.loc[ACC, "conditions"] == 2 and table.loc[ACC, "reproduced"] == 1
+    assert table.loc[DROP, "verdict"] == stats.NOT_RESOLVED  # reproduced on one, equivalent on the other
+    only_good = claims.summary(claims.downstream_claims(good, PRIORS), pd.DataFrame()).set_index("claim")
+    assert only_good.loc[ACC, "verdict"] == stats.REPRODUCED
+
+
+def test_summary_reads_cost_targets_at_the_largest_model():
+    overhead = claims.overhead_claims(pd.DataFrame([
+        overhead_row("electra/shield", 0.2, 0.3, model="tiny", step_ms=5.0),  # contradicted
+        overhead_row("electra/shield", 0.01, 0.03, model="electra-small", step_ms=500.0),
+    ]))
+    table = claims.summary(pd.DataFrame(), overhead).set_index("claim")
+    assert table.loc[claims.HC_CLAIM, "verdict"] == stats.REPRODUCED
+    assert table.loc[claims.HC_CLAIM, "conditions"] == 1
+    assert table.loc[claims.SR_CLAIM, "verdict"] == stats.NOT_RESOLVED  # no SR arm timed
+
+
+def test_empty_tables_everywhere():
+    empty = pd.DataFrame()
+    for table in (claims.false_negative_table(empty), claims.disc_accuracy_table(empty),
+                  claims.floor_table(empty, PRIORS), claims.seed_differences(empty),
+                  claims.step_cost(empty), claims.overhead_claims(empty)):
+        assert table.empty
