@@ -2,7 +2,8 @@
 
 A checkpoint is a folder `step-00000100/` inside the run's checkpoint_dir, written under a
 temporary name and renamed into place, so a run killed while saving leaves the previous
-checkpoint intact. Only the newest is kept.
+checkpoint intact. Only the newest is kept. It is resumed only by a run with the same
+configuration, starting weights, data and identity (its fingerprint); any other is set aside.
 """
 
 from __future__ import annotations
@@ -30,13 +31,27 @@ def _plain(value):
     return value
 
 
-def fingerprint(config, model: nn.Module, data: dict, skip=()) -> dict:
-    """What must match for a checkpoint to be resumed: config, model shapes, data shapes."""
+def tensors_digest(tensors) -> str:
+    """A digest of tensors' values (weights, data): what a checkpoint must have started from."""
+    h = hashlib.sha256()
+    items = sorted(tensors.items()) if isinstance(tensors, dict) else enumerate(tensors)
+    for key, value in items:
+        if isinstance(value, torch.Tensor):
+            h.update(f"{key}:{value.dtype}:{list(value.shape)}".encode())
+            h.update(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
+    return h.hexdigest()[:16]
+
+
+def fingerprint(config, model: nn.Module, data: dict, skip=(), identity: dict | None = None) -> dict:
+    """What must match for a checkpoint to be resumed: the config, the starting weights, the
+    data's values, and `identity` (anything else that decides the result: hook settings, arm)."""
     cfg = {k: _plain(v) for k, v in asdict(config).items() if k not in skip}
     shapes = sorted((k, list(v.shape)) for k, v in model.state_dict().items())
     model_hash = hashlib.sha256(json.dumps(shapes).encode()).hexdigest()[:16]
     data_shapes = {k: list(v.shape) for k, v in data.items() if isinstance(v, torch.Tensor)}
-    return {"config": cfg, "model": f"{type(model).__name__}:{model_hash}", "data": data_shapes}
+    return {"config": cfg, "model": f"{type(model).__name__}:{model_hash}", "data": data_shapes,
+            "start": tensors_digest(model.state_dict()), "data_values": tensors_digest(data),
+            "identity": json.loads(json.dumps(identity or {}, sort_keys=True, default=str))}
 
 
 def _mismatch(saved: dict, current: dict) -> list[str]:
@@ -45,7 +60,7 @@ def _mismatch(saved: dict, current: dict) -> list[str]:
     for key, value in current["config"].items():
         if saved["config"].get(key) != value:
             out.append(f"config.{key}: checkpoint {saved['config'].get(key)!r} != now {value!r}")
-    for key in ("model", "data"):
+    for key in ("model", "data", "start", "data_values", "identity"):
         if saved.get(key) != current.get(key):
             out.append(f"{key}: checkpoint {saved.get(key)} != now {current.get(key)}")
     return out
@@ -83,23 +98,33 @@ def save(checkpoint_dir: str | Path, step: int, model: nn.Module, trainer_state:
     return final
 
 
-def load_latest(checkpoint_dir: str | Path, model: nn.Module, current: dict) -> dict | None:
+def load_latest(checkpoint_dir: str | Path, model: nn.Module, current: dict, log=print) -> dict | None:
     """Load the newest checkpoint into `model` and return its state; None when there is none.
 
-    Raises ValueError, before anything is loaded, if it was written by another configuration.
+    A checkpoint written by another configuration, or one that cannot be read, is set aside
+    (renamed, with one line saying why) and None is returned: training starts fresh.
     """
-    from safetensors.torch import load_model
+    from safetensors.torch import load_file, load_model
 
     path = latest(checkpoint_dir)
     if path is None:
         return None
-    meta = json.loads((path / STATE).read_text())
-    diff = _mismatch(meta["fingerprint"], current)
+    try:
+        meta = json.loads((path / STATE).read_text())
+        diff = _mismatch(meta["fingerprint"], current)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        diff, meta = [f"its {STATE} cannot be read ({type(exc).__name__}: {exc})"], None
+    if not diff:
+        try:  # read everything before touching the model: a bad file leaves the model as it was
+            load_file(str(path / WEIGHTS))
+            state = torch.load(path / TRAINER, weights_only=True, map_location="cpu")
+        except Exception as exc:  # noqa: BLE001 - any unreadable file means: start fresh
+            diff = [f"its files cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"]
     if diff:
-        raise ValueError(
-            f"checkpoint {path} comes from another run configuration; use a fresh checkpoint_dir "
-            "or delete it. Differences: " + "; ".join(diff)
-        )
+        aside = path.with_name(f".{path.name}.set-aside")
+        shutil.rmtree(aside, ignore_errors=True)
+        path.rename(aside)
+        log(f"checkpoint {path} set aside as {aside.name}, training starts fresh: " + "; ".join(diff))
+        return None
     load_model(model, str(path / WEIGHTS), strict=True, device=str(next(model.parameters()).device))
-    state = torch.load(path / TRAINER, weights_only=True, map_location="cpu")
     return state | meta

@@ -367,6 +367,7 @@ def pretrain(
     replace_ids: torch.Tensor | None = None,
     hook: Hook | None = None,
     checkpoint_dir: str | Path | None = None,
+    identity: dict | None = None,
     progress: bool | None = None,
 ) -> list[dict]:
     """Pretrain `model` in place (MLM or ELECTRA); returns the logged history as a list of rows.
@@ -378,6 +379,10 @@ def pretrain(
       [num_special, vocab_size); without special_tokens_mask, ids < num_special are special.
     hook: called every step with a MaskedStep; its HookOutput reweights/relabels the losses.
     checkpoint_dir: resume from the checkpoint there, write one every checkpoint_every steps.
+    identity: what else decides the result (arm, data source...): a checkpoint written with
+      another identity, config, starting weights or data is set aside, not resumed. The hook's
+      own `identity()` (when it has one) is added, and its `state_dict()` (statistics it gathers)
+      is saved in each checkpoint and restored with `load_state_dict()`.
     progress: a tqdm bar (True) or plain log lines (False); None: a bar only on a terminal.
     """
     from accelerate import Accelerator
@@ -414,9 +419,12 @@ def pretrain(
     objective, optimizer = accelerator.prepare(objective, optimizer)
     step_fn = torch.compile(objective, dynamic=True) if config.compile else objective
 
-    fingerprint = ckpt.fingerprint(config, model, data, RESUMABLE_FIELDS)
     step, history, window, tokens_seen, wall = 0, [], {}, 0, 0.0
-    if checkpoint_dir is not None:
+    fingerprint = None
+    if checkpoint_dir is not None:  # hashing weights and data costs time: only when it is used
+        hook_identity = hook.identity() if hasattr(hook, "identity") else None
+        fingerprint = ckpt.fingerprint(config, model, data, RESUMABLE_FIELDS,
+                                       {"hook": hook_identity, **(identity or {})})
         state = ckpt.load_latest(checkpoint_dir, model, fingerprint)
         if state is not None:
             optimizer.load_state_dict(state["optimizer"])
@@ -427,6 +435,8 @@ def pretrain(
             if cuda and state.get("cuda_rng") is not None:
                 torch.cuda.set_rng_state_all(state["cuda_rng"])
             step, history, window = state["step"], state["history"], state["window"]
+            if state.get("hook_state") is not None and hasattr(hook, "load_state_dict"):
+                hook.load_state_dict(state["hook_state"])
             tokens_seen, wall = state["tokens_seen"], state["wall_s"]
 
     bar = None
@@ -508,6 +518,7 @@ def pretrain(
                     "torch_rng": torch.get_rng_state(),
                     "cuda_rng": torch.cuda.get_rng_state_all() if cuda else None,
                 }, {"step": step, "fingerprint": fingerprint, "history": history,
+                    "hook_state": hook.state_dict() if hasattr(hook, "state_dict") else None,
                     "window": window_state, "tokens_seen": tokens_seen,
                     "wall_s": wall + time.perf_counter() - t_window})
     if bar is not None:

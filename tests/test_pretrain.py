@@ -1,8 +1,11 @@
 """The pretraining loop: exact losses, ELECTRA labels, hook weights, resume, errors."""
 
+import copy
+
 import pytest
 import torch
 
+from mlmlib.checkpoint import latest
 from mlmlib.masking import mask_tokens
 from mlmlib.models import ModelSize, bert_mlm, electra
 from mlmlib.pretrain import HookOutput, Objective, PretrainConfig, masked_lm_logits, pretrain
@@ -150,13 +153,43 @@ def test_resume_after_kill_is_bit_identical(tmp_path):
         assert torch.equal(model_c.get_input_embeddings().weight, model_a.get_input_embeddings().weight)
 
 
-def test_mismatched_checkpoint_raises(tmp_path):
+def _no_ts(history):
+    return [{k: v for k, v in r.items() if k not in ("tokens_per_s", "wall_s")} for r in history]
+
+
+@pytest.mark.parametrize("change", ["config", "data", "start", "identity"])
+def test_mismatched_checkpoint_is_set_aside_and_training_starts_fresh(tmp_path, capsys, change):
     data = make_data()
     pretrain(bert_mlm(SIZE, seed=0), data, cfg(steps=2, checkpoint_every=2), mask_id=MASK,
-             checkpoint_dir=tmp_path)
-    with pytest.raises(ValueError, match="config.lr"):
-        pretrain(bert_mlm(SIZE, seed=0), data, cfg(steps=2, checkpoint_every=2, lr=5e-3),
-                 mask_id=MASK, checkpoint_dir=tmp_path)
+             checkpoint_dir=tmp_path, identity={"arm": "a"})
+    config, model, identity = cfg(steps=2, checkpoint_every=2), bert_mlm(SIZE, seed=0), {"arm": "a"}
+    if change == "config":
+        config = cfg(steps=2, checkpoint_every=2, lr=5e-3)
+    elif change == "data":  # same shapes, other tokens
+        data = {**data, "input_ids": data["input_ids"].roll(1, dims=0)}
+    elif change == "start":
+        model = bert_mlm(SIZE, seed=1)
+    else:
+        identity = {"arm": "b"}
+    fresh = pretrain(copy.deepcopy(model), data, config, mask_id=MASK, identity=identity)
+    capsys.readouterr()
+    resumed = pretrain(model, data, config, mask_id=MASK, checkpoint_dir=tmp_path, identity=identity)
+    assert _no_ts(resumed) == _no_ts(fresh)
+    out = capsys.readouterr().out
+    assert "set aside" in out and "training starts fresh" in out
+    assert {"config": "config.lr", "data": "data_values", "start": "start",
+            "identity": "identity"}[change] in out
+
+
+def test_unreadable_checkpoint_is_set_aside_with_a_named_message(tmp_path, capsys):
+    data = make_data()
+    config = cfg(steps=2, checkpoint_every=2)
+    full = pretrain(bert_mlm(SIZE, seed=0), data, config, mask_id=MASK, checkpoint_dir=tmp_path)
+    (latest(tmp_path) / "trainer_state.pt").write_bytes(b"garbage")
+    again = pretrain(bert_mlm(SIZE, seed=0), data, config, mask_id=MASK, checkpoint_dir=tmp_path)
+    assert _no_ts(again) == _no_ts(full)
+    out = capsys.readouterr().out
+    assert "cannot be read" in out and "set aside" in out and "weights_only=False" not in out
 
 
 def test_nan_loss_names_the_step():
