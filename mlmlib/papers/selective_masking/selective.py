@@ -41,7 +41,7 @@ def masking_weights(
     scores: np.ndarray | list[float],
     function: str = "linear",
     *,
-    tau: float = 0.5,
+    tau: float = 0.9,  # as MaskingConfig.tau: the step threshold on the task score
     ratio: float = 4.0,
     p_min: float = 0.1,
     p_max: float = 1.0,
