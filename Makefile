@@ -9,6 +9,9 @@ TORCH_PIP_ARGS ?=
 EXTRAS ?= vectors,dev
 PROFILE ?= smoke
 KERNEL ?= mlmlib
+# headless Chromium for the browser check of the book (tests/browser.py); Debian package `chromium`
+CHROMIUM ?= /usr/bin/chromium
+export CHROMIUM
 
 .PHONY: book run html test test-fast lab kernel clean-runs help
 
@@ -40,7 +43,19 @@ run: $(VENV)/.installed
 html: $(VENV)/.installed
 	$(PY) -m mlmlib book --profile $(PROFILE)
 
-test: $(VENV)/.installed
+# Installed with apt-get where it is missing and we are root; otherwise the browser tests skip.
+$(CHROMIUM):
+	@if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  echo "installing chromium (apt-get) for the browser check of the book"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; } \
+	    || echo "could not install chromium: the browser tests will be skipped"; \
+	else \
+	  echo "no chromium at $(CHROMIUM) and no apt-get as root to install it:" \
+	       "the browser tests will be skipped (set CHROMIUM=/path/to/chromium to use another)"; \
+	fi
+
+test: $(VENV)/.installed $(CHROMIUM)
 	$(PY) -m pytest -q
 
 test-fast: $(VENV)/.installed

@@ -66,6 +66,13 @@ def _mismatch(saved: dict, current: dict) -> list[str]:
     return out
 
 
+def remove_partial(checkpoint_dir: str | Path) -> None:
+    """Delete checkpoints half-written by a killed run (temporary '.step-*' folders)."""
+    for partial in Path(checkpoint_dir).glob(f".{PREFIX}*"):
+        if partial.is_dir() and not partial.name.endswith(".set-aside"):
+            shutil.rmtree(partial, ignore_errors=True)
+
+
 def latest(checkpoint_dir: str | Path) -> Path | None:
     """The newest complete checkpoint folder, or None."""
     folder = Path(checkpoint_dir)
@@ -106,6 +113,7 @@ def load_latest(checkpoint_dir: str | Path, model: nn.Module, current: dict, log
     """
     from safetensors.torch import load_file, load_model
 
+    remove_partial(checkpoint_dir)
     path = latest(checkpoint_dir)
     if path is None:
         return None

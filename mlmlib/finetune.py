@@ -21,7 +21,7 @@ from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 from torch import nn
 from transformers import get_linear_schedule_with_warmup
 
-from mlmlib.pretrain import param_groups
+from mlmlib.pretrain import PROGRESS_EVERY_S, param_groups
 
 METRICS = ("accuracy", "f1", "matthews", "pearson", "spearman")
 
@@ -191,6 +191,7 @@ def finetune(
         bar = tqdm(total=total, desc="finetune", dynamic_ncols=True)
     history, best, best_step, best_state, bad_evals = [], -math.inf, 0, None, 0
     t0, step, running = time.perf_counter(), 0, 0.0
+    last_print = t0
     order = torch.randperm(n, generator=gen)
     pos = 0
     while step < total:
@@ -213,6 +214,9 @@ def finetune(
         running += float(loss.detach())
         if bar is not None:
             bar.update(1)
+        elif not progress and time.perf_counter() - last_print >= PROGRESS_EVERY_S:
+            print(f"step {step}/{total} | loss {float(loss):.4f}", flush=True)  # batch heartbeat
+            last_print = time.perf_counter()
         if step % eval_every == 0 or step == total:
             scores = evaluate(model, validation, config.eval_batch_size)
             model.train()
@@ -226,6 +230,7 @@ def finetune(
             elif not progress:
                 print(f"step {step}/{total} | loss {row['train_loss']:.4f} | "
                       f"val {config.metric} {scores[config.metric]:.4f}", flush=True)
+                last_print = time.perf_counter()
             if scores[config.metric] > best:
                 best, best_step, bad_evals = scores[config.metric], step, 0
                 best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})

@@ -78,6 +78,8 @@ class PretrainConfig:
             raise ValueError(f"bf16 must be True, False or 'auto', got {self.bf16!r}")
 
 
+# Quiet mode (no bar) prints a progress line at least this often, besides the log steps.
+PROGRESS_EVERY_S = 20.0
 # Fields that do not change the numbers of a run: a checkpoint may be resumed across them.
 RESUMABLE_FIELDS = ("log_every", "checkpoint_every", "compile")
 
@@ -447,7 +449,7 @@ def pretrain(
     window_steps = window.pop("_steps", 0)
     window_sums = {k: torch.tensor(v) for k, v in window.items()}
     first_bad = torch.full((), -1, device=device)
-    t_window = time.perf_counter()
+    t_window = last_print = time.perf_counter()
     params = [p for g in optimizer.param_groups for p in g["params"]]
     rank, world = accelerator.process_index, accelerator.num_processes
 
@@ -481,6 +483,12 @@ def pretrain(
             bar.update(1)
 
         log_now = step % config.log_every == 0 or step == config.steps
+        if bar is None and not log_now and accelerator.is_main_process \
+                and time.perf_counter() - last_print >= PROGRESS_EVERY_S:
+            # between log steps of a long window: a short sign of life for batch logs
+            rate = window_tokens / max(time.perf_counter() - t_window, 1e-9)
+            print(f"step {step}/{config.steps} | loss {float(loss):.4f} | tok/s {rate:.0f}", flush=True)
+            last_print = time.perf_counter()
         # with a checkpoint_dir the final state is always saved: a rerun returns at once
         ckpt_now = checkpoint_dir is not None and (
             step == config.steps or (config.checkpoint_every and step % config.checkpoint_every == 0))
@@ -503,6 +511,7 @@ def pretrain(
                                  if k in row})
             elif accelerator.is_main_process:
                 print(_log_line(row, config.steps), flush=True)
+                last_print = time.perf_counter()
             window_sums, window_tokens, window_steps = {}, 0, 0
             t_window = time.perf_counter()
         if ckpt_now:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from html import escape
 from pathlib import Path
 
 import pytest
 
+from browser import check_book, find_chromium
 from mlmlib import stats
 from mlmlib.runs.plans import load_plan
 from mlmlib.runs.records import load_records
@@ -61,3 +63,14 @@ def test_test_profile_runs_and_book_renders_with_figures(tmp_path):
     assert f"-&gt; {a1['property_present_in_mix']}" in a1_page
     chapter = (html / "book" / "paper_a.html").read_text()
     assert "A1_synthetic_data/seed-0.html" in chapter  # the run is linked from its chapter
+    # results first: the chapter's claim table, generated from the A4 record, is on the page
+    first_claim = a4["scorecard"][0]
+    assert escape(first_claim["effect"], quote=False) in chapter, first_claim["effect"]
+
+    # every page in a real browser: loads, no broken image or link, no traceback or warning
+    # in an output, no absolute local path; screenshots kept for a person to look at
+    if find_chromium() is None:
+        pytest.skip("no Chromium (Debian package chromium): the browser check did not run")
+    shots = ROOT / "book" / "_build" / "screenshots-test"
+    problems = check_book(html, screenshots=shots)
+    assert not problems, "\n".join(problems)

@@ -230,3 +230,92 @@ def test_final_checkpoint_points():
     word = points[points.kind == "word"]
     assert np.allclose(word["Delta-pred"], np.asarray(rec["delta_pred"]["checkpoint 1"])[::2])
     assert np.allclose(word["Delta-distribution"], np.asarray(rec["delta_distribution"]["{x} [MASK]"])[::2])
+
+
+# ---------------------------------------------------------------- scorecards
+
+
+def check_card(rows):
+    """Every scorecard row has exactly the scorecard keys, a verdict of the vocabulary and plain types."""
+    assert rows
+    for row in rows:
+        assert tuple(row) == claims.SCORECARD_KEYS
+        assert row["verdict"] in stats.VERDICTS
+        assert isinstance(row["claim"], str) and isinstance(row["effect"], str) and row["effect"]
+        assert isinstance(row["seeds"], int) and (row["delta"] is None or isinstance(row["delta"], float))
+    return rows
+
+
+def test_scorecard_matches_the_claim_table():
+    frame = synthetic_rows(fractions=(0.0, 0.5))
+    card = check_card(claims.scorecard(frame, margin=0.02))
+    table = claims.claims(frame, margin=0.02)
+    assert [r["verdict"] for r in card] == list(table.verdict)
+    assert [r["seeds"] for r in card] == list(table.seeds) == [5] * 6
+    first = card[0]
+    assert first["claim"] == claims.SYNTHETIC_CLAIMS["transfer"] and first["delta"] is None
+    assert first["effect"].startswith("B-D1 accuracy: WITH 0.85") and "[" in first["effect"]
+    d2 = [r for r in card if r["claim"].startswith("D2")]
+    assert [r["claim"].endswith(f"(B-D2 fraction {f})") for r, f in zip(d2, ("0", "0.5"))] == [True, True]
+    assert all(r["delta"] == 0.02 and "WITH - WITHOUT (at most 0.02) = " in r["effect"] for r in d2)
+
+
+def test_scorecard_wording_does_not_depend_on_the_parameters():
+    frame = synthetic_rows()
+    assert [r["claim"] for r in claims.scorecard(frame, margin=0.02, target=0.8)] == \
+        [r["claim"] for r in claims.scorecard(frame, margin=0.05, target=0.7)]
+
+
+def test_scorecard_says_why_a_claim_is_not_judged():
+    one = check_card(claims.scorecard(synthetic_rows(seeds=(0,))))
+    assert all(r["verdict"] == stats.NOT_RESOLVED and r["seeds"] == 1 for r in one)
+    assert all("one seed: no interval" in r["effect"] and "not judged: 1 seed" in r["effect"] for r in one)
+    nothing = check_card(claims.scorecard(pd.DataFrame()))
+    assert [r["claim"] for r in nothing] == list(claims.SYNTHETIC_CLAIMS.values())
+    assert all(r["verdict"] == stats.NOT_RESOLVED and r["effect"].startswith("not measured") for r in nothing)
+    partial = check_card(claims.scorecard(synthetic_rows({"with": PAPER["with"], "cbow": PAPER["cbow"],
+                                                          "scratch": PAPER["scratch"]})))
+    assert len(partial) == len(claims.SYNTHETIC_CLAIMS)  # every claim has a row, measured or not
+    assert partial[-1]["verdict"] == stats.REPRODUCED and partial[0]["effect"].startswith("not measured")
+
+
+def test_scorecard_table_has_readable_columns():
+    table = claims.scorecard_table(claims.scorecard(synthetic_rows()))
+    assert list(table.columns) == ["Claim", "Effect [95% CI]", "Seeds", "Verdict", "Margin"]
+    assert list(claims.scorecard_table([])) == ["Claim", "Effect [95% CI]", "Seeds", "Verdict"]
+
+
+def test_ci_text_explains_a_zero_width_interval():
+    assert claims.ci_text(Interval(0.5, 0.5, 0.5, 1)) == "0.500 (one seed: no interval)"
+    assert claims.ci_text(Interval(0.5, 0.5, 0.5, 3)) == "0.500 [0.500, 0.500] (all 3 seeds equal: zero width)"
+    assert claims.ci_text(Interval(0.5, 0.4, 0.6, 3)) == "0.500 [0.400, 0.600]"
+    assert claims.interval_text(0.5, 0.5, 0.5, 1, "repetition") == "0.500 (one repetition: no interval)"
+    assert claims.interval_text(float("nan"), float("nan"), float("nan"), 0) == "not measured"
+    assert claims.ci_text(Interval(0.5, 0.5, 0.5, 1), explain=False) == "0.500"
+    assert claims.needed_text([16.0, 16.0]) == "16.000 [16.000, 16.000] examples (n=2, all equal: zero width)"
+    assert claims.needed_text([16.0]) == "16.000 [16.000, 16.000] examples (n=1, one seed: no interval)"
+
+
+def test_scorecard_says_once_why_its_intervals_have_zero_width():
+    card = check_card(claims.scorecard(synthetic_rows(seeds=(0, 1, 2), noise=0.0)))
+    transfer = card[0]
+    assert transfer["effect"].count("[0.850, 0.850]") == 1 and transfer["seeds"] == 3
+    assert transfer["effect"].endswith("; an interval of zero width: its seeds gave equal values")
+    assert "not judged" not in transfer["effect"]
+
+
+def test_correlation_scorecard():
+    low = check_card(claims.correlation_scorecard(cells_of(a5_record(), a5_record(run="r1", seed=1))))
+    (row,) = low
+    assert row["claim"] == claims.REAL_CLAIM and row["verdict"] == stats.REPRODUCED
+    assert row["seeds"] == 2 and row["delta"] == 0.3 and "6 of 6 judged cells low" in row["effect"]
+    assert row["effect"].startswith("largest |r|: r = ")
+    high = claims.correlation_scorecard(cells_of(a5_record(correlated=("ratio 0.5",))))
+    assert high[0]["verdict"] == stats.CONTRADICTED and "ratio 0.5" in high[0]["effect"]
+    chance = {m: 0.5 for m in ("checkpoint 0.5", "checkpoint 1", "ratio 0.5")}
+    (unjudged,) = check_card(claims.correlation_scorecard(cells_of(a5_record(val_accuracy=chance))))
+    assert unjudged["verdict"] == stats.NOT_RESOLVED and "at chance" in unjudged["effect"]
+    (empty,) = check_card(claims.correlation_scorecard(claims.correlation_cells(pd.DataFrame())))
+    assert empty["verdict"] == stats.NOT_RESOLVED and empty["effect"].startswith("not measured")
+    few = claims.correlation_scorecard(cells_of(a5_record(n=40, kinds=("word", "short-phrase"), min_examples=25)))
+    assert few[0]["verdict"] == stats.NOT_RESOLVED and "fewer than 30 perturbed pairs" in few[0]["effect"]

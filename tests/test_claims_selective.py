@@ -190,3 +190,53 @@ def test_task_priors():
                          {"task": "b", "majority_accuracy": 0.9}])
     assert claims.task_priors(runs) == {"a": pytest.approx(0.6), "b": pytest.approx(0.9)}
     assert claims.task_priors(pd.DataFrame()) == {}
+
+
+# ---------------------------------------------------------------- scorecard
+
+
+def check_card(rows):
+    """Every scorecard row has exactly the scorecard keys, a verdict of the vocabulary and plain types."""
+    assert rows
+    for row in rows:
+        assert tuple(row) == claims.SCORECARD_KEYS
+        assert row["verdict"] in stats.VERDICTS
+        assert isinstance(row["claim"], str) and isinstance(row["effect"], str) and row["effect"]
+        assert isinstance(row["seeds"], int) and (row["delta"] is None or isinstance(row["delta"], float))
+    return rows
+
+
+def test_scorecard_one_row_per_comparison():
+    rows = (RANDOM + arm("step", [0.75, 0.76, 0.80, 0.75], "vader")
+            + arm("linear", [0.65, 0.66, 0.70, 0.66], "vader", labels="all")
+            + arm("random", [0.70, 0.72, 0.74, 0.71], labels="all"))
+    table = claims.selective_claims(rows, PRIORS, delta=0.05)
+    card = check_card(claims.scorecard(table))
+    assert [r["claim"] for r in card] == ["step masking (vader) beats random: few labels, t",
+                                          "linear masking (vader) beats random: all labels, t"]
+    assert [r["verdict"] for r in card] == [c["verdict"] for c in table] == [stats.REPRODUCED, stats.CONTRADICTED]
+    assert card[0]["effect"] == "test accuracy, step - random = 0.048 [0.032, 0.063]"
+    assert card[0]["seeds"] == 4 and card[0]["delta"] == 0.05
+    assert list(claims.scorecard_table(card).columns) == ["Claim", "Effect [95% CI]", "Seeds", "Verdict", "Margin"]
+
+
+def test_scorecard_says_why_a_comparison_is_not_judged():
+    chance = arm("random", [0.700, 0.705, 0.700, 0.700]) + arm("step", [0.710, 0.716, 0.712, 0.711], "v")
+    (row,) = check_card(claims.scorecard(claims.selective_claims(chance, {"t": 0.7}), priors={"t": 0.7}))
+    assert row["verdict"] == stats.NOT_RESOLVED
+    assert "not judged: no compared classifier beats the majority class (0.700)" in row["effect"]
+    assert "paired seeds" not in row["effect"]  # four seeds: enough
+    few_at_chance = arm("random", [0.700, 0.705]) + arm("step", [0.710, 0.716], "v")
+    (row,) = claims.scorecard(claims.selective_claims(few_at_chance, {"t": 0.7}), priors={"t": 0.7})
+    assert row["effect"].count("not judged") == 1
+    assert row["effect"].endswith("by 0.02; 2 paired seeds, a verdict needs 3")
+    few = arm("random", [0.70, 0.72]) + arm("exponential", [0.80, 0.83], "vader")
+    (row,) = check_card(claims.scorecard(claims.selective_claims(few, PRIORS)))
+    assert "not judged: 2 paired seeds" in row["effect"] and row["delta"] is None
+    one = arm("random", [0.70]) + arm("exponential", [0.80], "vader")
+    (row,) = check_card(claims.scorecard(claims.selective_claims(one, PRIORS)))
+    assert "one seed: no interval" in row["effect"]
+    (row,) = check_card(claims.scorecard([]))
+    assert row["claim"] == claims.CLAIM and row["verdict"] == stats.NOT_RESOLVED
+    assert row["effect"].startswith("not measured")
+    assert list(claims.scorecard_table([row]).columns) == ["Claim", "Effect [95% CI]", "Seeds", "Verdict"]

@@ -230,3 +230,61 @@ def test_empty_tables_everywhere():
                   claims.floor_table(empty, PRIORS), claims.seed_differences(empty),
                   claims.step_cost(empty), claims.overhead_claims(empty)):
         assert table.empty
+
+
+# --------------------------------------------------------------- scorecard
+
+
+def check_card(rows):
+    """Every scorecard row has exactly the scorecard keys, a verdict of the vocabulary and plain types."""
+    assert rows
+    for row in rows:
+        assert tuple(row) == claims.SCORECARD_KEYS
+        assert row["verdict"] in stats.VERDICTS
+        assert isinstance(row["claim"], str) and isinstance(row["effect"], str) and row["effect"]
+        assert isinstance(row["seeds"], int) and (row["delta"] is None or isinstance(row["delta"], float))
+    return rows
+
+
+def test_scorecard_one_row_per_claim_arm_and_task():
+    rows = claims.downstream_claims(downstream([0.05, 0.06, 0.07], drop_diffs=[-0.03, -0.04, -0.05]), PRIORS)
+    timed = claims.overhead_claims(pd.DataFrame([
+        overhead_row("electra/plain", 0.0, 0.0), overhead_row("electra/shield", 0.01, 0.03),
+        overhead_row("electra/sr-word", 0.2, 0.3),
+        overhead_row("electra/shield", 0.5, 0.6, model="tiny", step_ms=5.0)]))  # not the largest model
+    card = {r["claim"]: r for r in check_card(claims.scorecard(rows, timed, delta=0.01))}
+    assert list(card) == ["Better downstream score: electra/shield, toy", "More robust to synonyms: electra/shield, toy",
+                          f"{claims.HC_CLAIM}: electra/shield", f"{claims.SR_CLAIM}: electra/sr-word"]
+    acc = card["Better downstream score: electra/shield, toy"]
+    assert acc["verdict"] == stats.REPRODUCED and acc["seeds"] == 3 and acc["delta"] == 0.01
+    assert acc["effect"].startswith("test accuracy, method - baseline = 0.060 [")
+    hc = card[f"{claims.HC_CLAIM}: electra/shield"]
+    assert hc["verdict"] == stats.REPRODUCED and hc["delta"] == 0.05 and hc["seeds"] == 5  # the big model's
+    assert card[f"{claims.SR_CLAIM}: electra/sr-word"]["verdict"] == stats.CONTRADICTED
+    assert [r["verdict"] for r in card.values()][:2] == claims.downstream_claims(
+        downstream([0.05, 0.06, 0.07], drop_diffs=[-0.03, -0.04, -0.05]), PRIORS)["verdict"].tolist()
+
+
+def test_scorecard_says_why_a_row_is_not_judged():
+    chance = check_card(claims.scorecard(claims.downstream_claims(downstream([0.05, 0.06, 0.07]), {"toy": 0.8}),
+                                         pd.DataFrame()))
+    assert all(r["verdict"] == stats.NOT_RESOLVED for r in chance)
+    assert "at chance" in chance[0]["effect"] and "at chance" in chance[1]["effect"]
+    assert all(r["effect"].count("not judged") == 1 for r in chance[:2])
+    both = claims.scorecard(claims.downstream_claims(downstream([0.05, 0.06]), {"toy": 0.8}), pd.DataFrame())
+    assert both[0]["effect"].count("not judged") == 1 and "at chance" in both[0]["effect"]
+    assert both[0]["effect"].endswith("; 2 seeds, a verdict needs 3")
+    two = check_card(claims.scorecard(claims.downstream_claims(downstream([0.05, 0.06]), PRIORS), pd.DataFrame()))
+    assert "not judged: 2 seeds" in two[0]["effect"]
+    one = claims.overhead_claims(pd.DataFrame([overhead_row("electra/shield", 0.02, 0.02, reps=1)]))
+    (hc,) = [r for r in claims.scorecard(pd.DataFrame(), one) if r["claim"].startswith(claims.HC_CLAIM)]
+    assert "one repetition: no interval" in hc["effect"] and hc["verdict"] == stats.NOT_RESOLVED
+
+
+def test_scorecard_of_nothing_names_every_claim():
+    card = check_card(claims.scorecard(pd.DataFrame(), pd.DataFrame()))
+    assert [r["claim"] for r in card] == ["Better downstream score", "More robust to synonyms",
+                                          claims.HC_CLAIM, claims.SR_CLAIM]
+    assert all(r["verdict"] == stats.NOT_RESOLVED and r["effect"].startswith("not measured") for r in card)
+    table = claims.scorecard_table(card)
+    assert list(table.columns) == ["Claim", "Effect [95% CI]", "Seeds", "Verdict", "Margin"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -46,3 +47,97 @@ def test_every_template_runs_in_smoke_and_test_profiles():
     for profile in ("smoke", "test"):
         used = {r.notebook for r in load_plan(profile).runs}
         assert used == {p.stem for p in TEMPLATES}, f"{profile}: {used ^ {p.stem for p in TEMPLATES}}"
+
+
+# ---------------------------------------------------------------- how a page reads
+
+SUMMARIES = ("A4_synthetic_summary", "A6_real_summary", "B3_true_negatives_summary", "C3_selective_summary")
+MAX_LINE = 100  # no horizontal scroll bar in a code cell at 1400 px
+
+
+def _cells(path, kind=None):
+    cells = json.loads(path.read_text())["cells"]
+    return [c for c in cells if kind is None or c["cell_type"] == kind]
+
+
+def _tags(cell):
+    return cell.get("metadata", {}).get("tags", [])
+
+
+def _save_cell(path):
+    saves = [c for c in _cells(path, "code") if "save_metrics(run_dir" in "".join(c["source"])]
+    assert len(saves) == 1, f"{path.name}: {len(saves)} save_metrics cells"
+    return saves[0]
+
+
+def _saved_keys(path) -> set[str]:
+    """The literal keys of the dict the save cell hands to save_metrics."""
+    tree = ast.parse("".join(_save_cell(path)["source"]))
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "save_metrics"]
+    assert len(calls) == 1 and isinstance(calls[0].args[1], ast.Dict), path.name
+    return {k.value for k in calls[0].args[1].keys if isinstance(k, ast.Constant)}
+
+
+def test_summaries_are_the_summary_templates():
+    assert set(SUMMARIES) <= {p.stem for p in TEMPLATES}
+
+
+@pytest.mark.parametrize("name", SUMMARIES)
+def test_summary_saves_a_scorecard(name):
+    keys = _saved_keys(ROOT / "notebooks" / f"{name}.ipynb")
+    assert "scorecard" in keys, f"{name}: its save_metrics call writes no 'scorecard'"
+    assert "claims" in keys, f"{name}: the claim table is still saved"
+
+
+@pytest.mark.parametrize("name", SUMMARIES)
+def test_summary_shows_its_scorecard_first(name):
+    """After the parameters, the first cell a reader sees output from draws the scorecard table."""
+    path = ROOT / "notebooks" / f"{name}.ipynb"
+    code = _cells(path, "code")
+    start = next(i for i, c in enumerate(code) if "parameters" in _tags(c)) + 1
+    shown = [c for c in code[start:] if "remove-cell" not in _tags(c)]
+    first = "".join(shown[0]["source"])
+    assert "claims.scorecard_table(scorecard)" in first, f"{name}: the first visible output is not the scorecard"
+    assert "hide(axis=\"index\")" in first, f"{name}: the scorecard table shows a bare 0..n index"
+    assert "plt." in "".join(shown[1]["source"]), f"{name}: the main figure does not follow the scorecard"
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_save_cell_is_the_last_and_removed(path):
+    save = _save_cell(path)
+    assert _cells(path, "code")[-1] == save, f"{path.name}: save_metrics is not the last code cell"
+    assert "remove-cell" in _tags(save), f"{path.name}: the save_metrics cell is not tagged remove-cell"
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_import_cells_are_removed(path):
+    """A cell of imports only prints nothing a reader needs: it is tagged remove-cell."""
+    for cell in _cells(path, "code"):
+        body = ast.parse("".join(cell["source"])).body
+        if body and all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in body):
+            assert "remove-cell" in _tags(cell), f"{path.name}: an imports-only cell is shown"
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_code_lines_fit_the_page(path):
+    """Every code line, folded or not (a folded input shows when expanded), fits in MAX_LINE characters."""
+    long = [line for c in _cells(path, "code") for line in "".join(c["source"]).splitlines()
+            if len(line) > MAX_LINE]
+    assert not long, f"{path.name}: {len(long)} code lines over {MAX_LINE} characters, e.g. {long[0]!r}"
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_first_cell_says_how_to_run_it(path):
+    intro = "".join(_cells(path)[0]["source"]).rstrip().splitlines()[-1]
+    assert "Run it top to bottom here" in intro, f"{path.name}: no line on how to run it"
+    assert f"python -m mlmlib run --profile smoke --only {path.stem}`" in intro, path.name
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_only_known_cell_tags(path):
+    known = {"parameters", "remove-cell", "hide-input", "remove-input", "hide-output", "hide-cell"}
+    for cell in _cells(path):
+        assert set(_tags(cell)) <= known, f"{path.name}: unknown tags {set(_tags(cell)) - known}"
+    params = [c for c in _cells(path, "code") if "parameters" in _tags(c)]
+    assert len(params) == 1 and not set(_tags(params[0])) & {"remove-cell", "hide-input"}, \
+        f"{path.name}: the parameters cell must stay visible"

@@ -10,6 +10,7 @@ import yaml
 
 from mlmlib.paths import project_root, runs_dir
 from mlmlib.runs.records import readable_records
+from mlmlib.stats import NOT_RESOLVED, VERDICTS, combine
 
 
 def generated_toc(profile: str) -> Path:
@@ -55,6 +56,105 @@ def _plan_order(profile: str) -> dict[tuple[str, str], int]:
             for i, e in enumerate(entries) if isinstance(e, dict)}
 
 
+GENERATED = "_generated"  # book/_generated/: claim tables written from the records at build time
+PAPER_CHAPTERS = {"paper_a": "A", "paper_b": "B", "paper_c": "C"}
+PROFILE_ORDER = ("smoke", "cpu", "paper")  # the others (test, ...) after these
+
+
+def scorecard_rows(root: Path | None = None) -> list[dict]:
+    """Every claim row that summary notebooks saved (metrics['scorecard']), of every profile."""
+    rows = []
+    for path, rec in readable_records(None, root):
+        for row in rec["metrics"].get("scorecard") or []:
+            rows.append({**row, "profile": rec["profile"], "chapter": rec.get("chapter", ""),
+                         "notebook": rec["notebook"], "page": path.with_suffix("")})
+    order = {p: i for i, p in enumerate(PROFILE_ORDER)}
+    return sorted(rows, key=lambda r: (r["chapter"], order.get(r["profile"], len(order)), r["profile"]))
+
+
+def _cell(value) -> str:
+    """A value as a markdown table cell."""
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _verdict(verdict: str) -> str:
+    """The verdict, emphasised so a reader finds it at a glance."""
+    return f"**{verdict}**"
+
+
+def write_claim_tables(built_profile: str, root: Path | None = None) -> Path:
+    """Write book/_generated/scorecard.md and claims_<chapter>.md from the records; return the folder.
+
+    The chapters include them at their top: results first, generated from the records at
+    build time (never typed). Rows of every profile with records are shown; the summary
+    page is linked for the profile this book renders.
+    """
+    root = root or project_root()
+    out = root / "book" / GENERATED
+    out.mkdir(parents=True, exist_ok=True)
+    rows = scorecard_rows(root)
+    for chapter in PAPER_CHAPTERS:
+        mine = [r for r in rows if r["chapter"] == chapter]
+        lines = [_table_note(mine, built_profile)]
+        if mine:
+            lines += ["| Profile | Claim | Effect [95% CI] | Seeds | ±delta | Verdict |",
+                      "|---|---|---|---|---|---|"]
+            lines += [f"| {_profile_link(r, built_profile, root)} | {_cell(r['claim'])} | "
+                      f"{_cell(r['effect'])} | {_cell(r['seeds'])} | {_cell(r.get('delta'))} | "
+                      f"{_verdict(r['verdict'])} |" for r in mine]
+        (out / f"claims_{chapter}.md").write_text("\n".join(lines) + "\n")
+    (out / "scorecard.md").write_text(_scorecard(rows, root) + "\n")
+    return out
+
+
+def _table_note(rows: list[dict], built_profile: str) -> str:
+    if not rows:
+        return ("*No summary records yet: run `python -m mlmlib run --profile smoke` (or another "
+                "profile) and rebuild the book.*")
+    profiles = sorted({r["profile"] for r in rows})
+    return (f"Measured claims, generated from the run records of {', '.join(profiles)} "
+            f"(this book shows the executed pages of `{built_profile}`).\n")
+
+
+def _profile_link(row: dict, built_profile: str, root: Path) -> str:
+    """The profile's name, linked to the summary page when this book renders that profile."""
+    if row["profile"] != built_profile:
+        return row["profile"]
+    return f"[{row['profile']}](/{Path(row['page']).with_suffix('.ipynb').relative_to(root).as_posix()})"
+
+
+def _scorecard(rows: list[dict], root: Path) -> str:
+    """One line per paper claim: its verdict in each profile (all rows of a claim combined)."""
+    from collections import defaultdict
+
+    if not rows:
+        return "*No summary records yet: the scorecard fills in once a profile has run.*"
+    profiles = sorted({r["profile"] for r in rows},
+                      key=lambda p: (PROFILE_ORDER.index(p) if p in PROFILE_ORDER else 99, p))
+    cells: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        cells[(r["chapter"], r["claim"])][r["profile"]].append(r["verdict"])
+    lines = ["| Paper | Claim | " + " | ".join(profiles) + " |",
+             "|---|---|" + "---|" * len(profiles)]
+    for (chapter, claim), by_profile in cells.items():
+        verdicts = []
+        for p in profiles:
+            found = by_profile.get(p)
+            if not found:
+                verdicts.append("-")
+                continue
+            known = [v for v in found if v in VERDICTS]
+            combined = combine(known) if len(known) == len(found) else NOT_RESOLVED
+            verdicts.append(_verdict(combined) + (f" ({len(found)} rows)" if len(found) > 1 else ""))
+        paper = PAPER_CHAPTERS.get(chapter, chapter)
+        lines.append(f"| [{paper}](/book/{chapter}.md) | {_cell(claim)} | " + " | ".join(verdicts) + " |")
+    return "\n".join(lines)
+
+
 def check_profile(profile: str) -> None:
     """Refuse a profile with neither a plan nor records (a typo would build an empty book)."""
     from mlmlib.runs.plans import PlanError, available_profiles, check_name
@@ -71,6 +171,7 @@ def build_book(profile: str, strict: bool = True, output: Path | None = None) ->
     check_profile(profile)
     output = Path(output) if output else root / "book"
     toc = generated_toc(profile)
+    write_claim_tables(profile, root)
     cli = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(cli) if cli.exists() else "jupyter-book", "build", str(root), "--toc", str(toc),
            "--path-output", str(output)]

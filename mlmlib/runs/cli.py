@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         except PlanError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        print(f"\nThe book is at {html / 'index.html'}")
+        print(f"\nThe book is at {(html / 'index.html').resolve().as_uri()}")
         return 0
     if args.command == "status":
         if args.profile is not None:
@@ -82,6 +82,10 @@ def _run(args) -> int:
             print(f"  {run.notebook}/{run.slug}: {json.dumps(run.params)}")
         return 0
     report = run_plan(plan, force=args.force)
+    if report.seconds:
+        print("\n  seconds  run")
+        for name, seconds in report.seconds.items():
+            print(f"  {seconds:7.1f}  {name}{'  FAILED' if name in report.failed else ''}")
     print(f"\n{len(report.done)} ran, {len(report.skipped)} skipped, {len(report.failed)} failed")
     for name, error in report.failed.items():
         print(f"  FAILED {name}: {error}")

@@ -10,12 +10,16 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
+
+from traitlets.config import Config
 
 from mlmlib.atomic import remove_dead_temps, temp_name, without_nan, write_json
 from mlmlib.code_digest import source_digest
@@ -25,6 +29,10 @@ from mlmlib.runs.plans import Plan, Run, notebook_parameters, notebooks_dir
 from mlmlib.runs.records import record_paths
 
 KERNEL = os.environ.get("MLMLIB_KERNEL", "mlmlib")
+# Kernels talk to the runner over local sockets (IPC), not TCP: nothing is exposed on the
+# network, and the kernel has no reason to warn about unencrypted TCP on every run.
+KERNEL_CONFIG = Config({"KernelManager": {"transport": "ipc"}})
+HEARTBEAT_S = 30
 FAILED = "_failed"
 SUPERSEDED = "_superseded"  # records of runs whose latest rerun failed
 LOGS = "_logs"
@@ -39,6 +47,7 @@ class BatchReport:
     done: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -82,16 +91,22 @@ def run_plan(plan: Plan, force: bool = False, log=print) -> BatchReport:
     report = BatchReport()
     versions = {nb: code_version(nb) for nb in {r.notebook for r in plan.runs}}
     _check_kernel()
+    # No progress bars inside batch runs (the heartbeat reports progress): a library's tqdm bar
+    # would otherwise land in the rendered page as widget or carriage-return noise.
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    n = len(plan.runs)
+    # Expected seconds per run, from its last record (any code version): an estimate of what is left.
+    expected = [None if force else _last_wall_time(record_path(plan.profile, r)) for r in plan.runs]
     for i, run in enumerate(plan.runs, 1):
         name = f"{run.notebook}/{run.slug}"
         rec_path = record_path(plan.profile, run)
         earlier = [record_path(plan.profile, r) for r in plan.runs[: i - 1]]
         key = run.key(versions[run.notebook] + _inputs_digest(plan.profile, run, earlier))
         if not force and _has_record(rec_path, key):
-            log(f"[{i}/{len(plan.runs)}] skip {name}: finished record exists ({rec_path.name})")
+            log(f"[{i}/{n}] skip {name}: finished record exists ({rec_path.name})")
             report.skipped.append(name)
             continue
-        log(f"[{i}/{len(plan.runs)}] run  {name} ...")
+        log(f"[{i}/{n}] run  {name}{_estimate(expected[i - 1:], i, plan, versions)}")
         start = time.time()
         try:
             _execute(plan.profile, run, key, versions[run.notebook], log)
@@ -99,12 +114,34 @@ def run_plan(plan: Plan, force: bool = False, log=print) -> BatchReport:
             message = _error_text(exc)
             lines = message.strip().splitlines() or [repr(exc)]
             report.failed[name] = lines[0] if hasattr(exc, "ename") else lines[-1]
-            log(f"[{i}/{len(plan.runs)}] FAIL {name} after {time.time() - start:.0f}s: "
-                f"{report.failed[name]}")
+            report.seconds[name] = time.time() - start
+            log(f"[{i}/{n}] FAIL {name} after {time.time() - start:.0f}s: {report.failed[name]}")
             continue
-        log(f"[{i}/{len(plan.runs)}] done {name} in {time.time() - start:.1f}s")
+        report.seconds[name] = time.time() - start
+        log(f"[{i}/{n}] done {name} in {report.seconds[name]:.1f}s")
         report.done.append(name)
     return report
+
+
+def _last_wall_time(path: Path) -> float | None:
+    """Wall time of the run's last record (whatever its code version), or None."""
+    try:
+        return float(records.read_record(path)["wall_time_s"])
+    except (records.RecordError, KeyError, TypeError, ValueError):
+        return None
+
+
+def _estimate(expected: list[float | None], i: int, plan: Plan, versions: dict) -> str:
+    """' (last time 58 s; about 12 min left)': this run's and the batch's expected time left."""
+    this, rest = expected[0], [e for e in expected if e is not None]
+    if this is None and not rest:
+        return " ..."
+    parts = [f"last time {this:.0f} s" if this is not None else "first time"]
+    if rest:
+        unknown = sum(e is None for e in expected)
+        left = f"about {sum(rest) / 60:.0f} min left" if sum(rest) >= 60 else f"about {sum(rest):.0f} s left"
+        parts.append(left + (f" + {unknown} run(s) never timed" if unknown else ""))
+    return f" ({'; '.join(parts)})"
 
 
 def work_folder(profile: str, run: Run, key: str) -> Path:
@@ -125,6 +162,7 @@ def _execute(profile: str, run: Run, key: str, version: str, log=print) -> None:
             log(f"      removing stale work folder {stale.name} (other parameters or code)")
             shutil.rmtree(stale, ignore_errors=True)
     folder.mkdir(parents=True, exist_ok=True)
+    _remove_temporaries(folder)
     (folder / records.METRICS_FILE).unlink(missing_ok=True)
     log_dir = runs_dir(profile) / LOGS
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -132,20 +170,25 @@ def _execute(profile: str, run: Run, key: str, version: str, log=print) -> None:
     log_path = log_dir / f"{name}.log"
     failed_dir = runs_dir(profile) / FAILED
     failed_nb, failed_error = failed_dir / f"{name}.ipynb", failed_dir / f"{name}.error.txt"
-    params = {**run.params, "run_dir": str(folder)}
+    # relative to the notebooks folder (the kernel's cwd): no local path on the rendered page
+    params = {**run.params, "run_dir": os.path.relpath(folder, notebooks_dir())}
     nb_out.parent.mkdir(parents=True, exist_ok=True)
     remove_dead_temps(nb_out, "ipynb")  # from a batch killed mid-run
+    for leftover in nb_out.parent.glob(f".{rec_path.name}.*.tmp"):  # a record half-written
+        leftover.unlink(missing_ok=True)
     tmp_nb = temp_name(nb_out, "ipynb")
     start = time.time()
     try:
-        with open(log_path, "w") as log_file:
+        with open(log_path, "w") as log_file, heartbeat(log_path, log):
             pm.execute_notebook(
                 str(notebooks_dir() / f"{run.notebook}.ipynb"), str(tmp_nb),
                 parameters=params, kernel_name=KERNEL, cwd=str(notebooks_dir()),
                 execution_timeout=run.timeout, progress_bar=False, log_output=False,
                 stdout_file=log_file, stderr_file=log_file, report_mode=False,
+                config=KERNEL_CONFIG,
             )
         metrics = records.read_metrics(folder)
+        _tidy_for_the_book(tmp_nb)
     except BaseException as exc:
         failed_dir.mkdir(parents=True, exist_ok=True)
         if tmp_nb.exists():
@@ -170,6 +213,68 @@ def _execute(profile: str, run: Run, key: str, version: str, log=print) -> None:
     superseded = runs_dir(profile) / SUPERSEDED
     for old in (failed_nb, failed_error, superseded / f"{name}.json", superseded / f"{name}.ipynb"):
         old.unlink(missing_ok=True)
+
+
+@contextmanager
+def heartbeat(log_path: Path, log=print, every: float = HEARTBEAT_S):
+    """While the block runs, print every `every` seconds the elapsed time and the run's latest
+    output line (training loops print step of total, loss and tokens/s)."""
+    stop = threading.Event()
+    start = time.time()
+
+    def beat() -> None:
+        while not stop.wait(every):
+            last = _last_line(log_path)
+            log(f"      ... {time.time() - start:.0f} s" + (f" | {last}" if last else ""))
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _last_line(path: Path, limit: int = 160) -> str:
+    """The last non-empty line of a log file (its tail only), shortened."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4096))
+            tail = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [ln.strip() for ln in re.split(r"[\r\n]", tail) if ln.strip()]
+    return lines[-1][:limit] if lines else ""
+
+
+def _tidy_for_the_book(path: Path) -> None:
+    """Fold the injected parameters cell and drop local paths from the notebook's metadata."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        tags = cell.metadata.setdefault("tags", [])
+        if "injected-parameters" in tags and "hide-input" not in tags:
+            tags.append("hide-input")
+    meta = nb.metadata.get("papermill", {})
+    for key in ("input_path", "output_path"):
+        if meta.get(key):
+            meta[key] = Path(meta[key]).name
+    nbformat.write(nb, path)
+
+
+def _remove_temporaries(folder: Path) -> None:
+    """Delete what a killed earlier attempt of this run left half-written in its work folder:
+    hidden temporary files and folders (checkpoints set aside on purpose are kept)."""
+    for path in sorted(folder.rglob(".*"), reverse=True):
+        if path.name.endswith(".set-aside") or any(p.name.endswith(".set-aside") for p in path.parents):
+            continue
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
 
 
 def _supersede(profile: str, run: Run, log=print) -> None:
@@ -280,7 +385,8 @@ def device_info() -> dict[str, str | int]:
                 break
     except OSError:
         pass
-    info: dict[str, str | int] = {"cpu": cpu, "cores": os.cpu_count() or 0, "gpu": "none"}
+    info: dict[str, str | int] = {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count() or 0,
+                                  "gpu": "none"}
     import torch
 
     if torch.cuda.is_available():

@@ -1,5 +1,8 @@
 """Paper A's claims as code: records in, a claim table out (claim, measured, interval, seeds, verdict).
 
+Each summary also saves a scorecard: short rows with SCORECARD_KEYS (`scorecard` for the synthetic
+experiment, `correlation_scorecard` for real text), worded the same in every profile.
+
 Every verdict uses the one vocabulary and rules of `mlmlib.stats`. The synthetic experiment's claims
 read the rows of A3_synthetic_finetune (`claims`); the real-text claim reads the records of
 A5_real_finetune_perturb (`correlation_cells`, `overall_verdict`, `correlation_claims`).
@@ -20,6 +23,17 @@ CELL_COLUMNS = ["model", "template", "r", "r_low", "r_high", "n", "verdict", "le
                 "kind", "run", "seed", "too_few"]
 # Not a verdict: the cell of a model that has not learned its task, left out of the claim.
 EXCLUDED = "excluded: model at chance"
+# The arms as the scorecard names them.
+ARM_NAMES = {"with": "WITH", "without": "WITHOUT", "scratch": "scratch", "shuffled": "shuffled", "cbow": "CBOW"}
+# The synthetic experiment's claims, as the scorecard words them (the same in every profile).
+SYNTHETIC_CLAIMS = {
+    "transfer": "Synonym transfer (B-D1): WITH above WITHOUT and scratch",
+    "efficiency": "Sample efficiency (A-D1): WITH learns from fewer examples",
+    "generalization": "D2 generalization not explained by the property: WITHOUT as good as WITH on A-D2 "
+                      "and above scratch",
+    "shuffled": "Control: shuffling WITH's weights removes its benefit",
+    "cbow": "Control: CBOW embeddings give some B-D1 transfer (above scratch)",
+}
 
 
 def _row(claim: str, measured: str, intervals: dict[str, stats.Interval], verdict: str) -> dict:
@@ -27,6 +41,64 @@ def _row(claim: str, measured: str, intervals: dict[str, stats.Interval], verdic
     return {"claim": claim, "measured": measured,
             "interval": "; ".join(f"{name}: {ci}" for name, ci in intervals.items()),
             "seeds": min((ci.n for ci in intervals.values()), default=0), "verdict": verdict}
+
+
+# ---------------------------------------------------------------- scorecard
+# The rows every summary saves under "scorecard": the same keys for every paper.
+SCORECARD_KEYS = ("claim", "effect", "seeds", "delta", "verdict")
+# The scorecard as a table a reader reads: key -> column name.
+SCORECARD_COLUMNS = {"claim": "Claim", "effect": "Effect [95% CI]", "seeds": "Seeds", "verdict": "Verdict"}
+
+
+def interval_text(mean: float, low: float, high: float, n: int, unit: str = "seed",
+                  explain: bool = True) -> str:
+    """A mean and its 95% interval; an interval of zero width says why ("one seed: no interval").
+
+    explain=False leaves the why out (a scorecard row says it once for all its intervals).
+    """
+    if not n or pd.isna(mean):
+        return "not measured"
+    if n == 1:
+        return f"{mean:.3f}" + (f" (one {unit}: no interval)" if explain else "")
+    text = f"{mean:.3f} [{low:.3f}, {high:.3f}]"
+    return text + (f" (all {n} {unit}s equal: zero width)" if explain and low == high else "")
+
+
+def ci_text(ci: stats.Interval, unit: str = "seed", explain: bool = True) -> str:
+    """`interval_text` of an Interval."""
+    return interval_text(ci.mean, ci.low, ci.high, ci.n, unit, explain)
+
+
+def _arms_text(arms: dict[str, stats.Interval]) -> str:
+    """Several arms' means with their intervals: "WITH 0.85 [0.84, 0.86], WITHOUT ..."."""
+    return ", ".join(f"{name} {ci_text(ci, explain=False)}" for name, ci in arms.items())
+
+
+def _card(claim: str, effect: str, intervals: dict[str, stats.Interval], delta: float | None,
+          verdict: str) -> dict:
+    """One scorecard row; `seeds` is the fewest values behind any of its intervals.
+
+    A verdict not resolved for want of seeds says so in its effect text.
+    """
+    if verdict not in stats.VERDICTS:
+        raise ValueError(f"unknown verdict {verdict!r}; verdicts: {stats.VERDICTS}")
+    seeds = min((ci.n for ci in intervals.values()), default=0)
+    if any(ci.n == 1 for ci in intervals.values()):
+        effect += "; one seed: no interval"
+    elif any(ci.n > 1 and ci.low == ci.high for ci in intervals.values()):
+        effect += "; an interval of zero width: its seeds gave equal values"
+    if verdict == stats.NOT_RESOLVED and 0 < seeds < stats.MIN_SEEDS:
+        effect += f"; not judged: {seeds} seed{'s' if seeds > 1 else ''}, a verdict needs {stats.MIN_SEEDS}"
+    return {"claim": claim, "effect": effect, "seeds": int(seeds),
+            "delta": None if delta is None else float(delta), "verdict": verdict}
+
+
+def scorecard_table(rows: list[dict]) -> pd.DataFrame:
+    """Scorecard rows as a table with readable column names (and the margin, where one was used)."""
+    table = pd.DataFrame(list(rows), columns=list(SCORECARD_KEYS))
+    if table["delta"].notna().any():
+        table["Margin"] = table["delta"].map(lambda d: "" if d is None or pd.isna(d) else f"{d:g}")
+    return table.drop(columns="delta").rename(columns=SCORECARD_COLUMNS)
 
 
 # ---------------------------------------------------------------- synthetic experiment
@@ -86,8 +158,84 @@ def needed_text(values) -> str:
     values = np.asarray(values, float)
     reached = np.isfinite(values)
     if reached.all():
-        return str(stats.mean_ci(values)).replace(" (n=", " examples (n=")
+        ci = stats.mean_ci(values)
+        why = ", one seed: no interval" if ci.n == 1 else ", all equal: zero width" if ci.low == ci.high else ""
+        return str(ci).replace(" (n=", " examples (n=")[:-1] + why + ")"
     return f"{reached.sum()}/{len(values)} seeds reached it"
+
+
+def _judged(frame, margin: float, target: float) -> list[dict]:
+    """Each synthetic claim judged: its texts, intervals, effect text, margin and verdict."""
+    out = []
+
+    def ci(table, model):
+        return stats.mean_ci(table[table.model == model].value)
+
+    def have(table, *models):
+        return all((table.model == m).any() for m in models)
+
+    def judged(key, claim, measured, intervals, verdict, effect, delta=None):
+        out.append({"key": key, "claim": claim, "measured": measured, "intervals": intervals,
+                    "verdict": verdict, "effect": effect, "delta": delta})
+
+    # 1. synonym transfer on B-D1
+    b = _at(frame, "B-D1", 0.0)
+    if have(b, "with", "without", "scratch"):
+        arms = {"WITH": ci(b, "with"), "WITHOUT": ci(b, "without"), "scratch": ci(b, "scratch")}
+        judged("transfer", "B-D1 synonym transfer: WITH above WITHOUT and scratch",
+               "B-D1 accuracy at the largest training set (intervals over seeds, compared unpaired)",
+               arms, stats.combine(stats.verdict_apart(arms["WITH"], arms[o]) for o in ("WITHOUT", "scratch")),
+               "B-D1 accuracy: " + _arms_text(arms))
+    # 2. sample efficiency on A-D1: area under the learning curve (log size), paired over seeds
+    area = per_seed(frame, "A-D1", 0.0, learning_curve_area)
+    if have(area, "with", "without", "scratch"):
+        diffs = {f"WITH - {o}": stats.paired_test(*paired(area, "with", o)).diff for o in ("without", "scratch")}
+        need = per_seed(frame, "A-D1", 0.0, examples_needed, target=target)
+        needed = "; ".join(f"{m}: {needed_text(need[need.model == m].value)}" for m in ("with", "without", "scratch"))
+        judged("efficiency", "Sample efficiency: WITH learns A-D1 from fewer examples",
+               "mean A-D1 accuracy over training sizes (log axis), differences paired over seeds. "
+               f"Examples to reach {target:.2f}: {needed}",
+               diffs, stats.combine(stats.verdict(d, "greater") for d in diffs.values()),
+               "mean A-D1 accuracy over training sizes: "
+               + "; ".join(f"WITH - {ARM_NAMES[o]} = {ci_text(diffs[f'WITH - {o}'], explain=False)}"
+                           for o in ("without", "scratch")))
+    # 3. generalization to D2 is not explained by the property
+    for fraction in sorted(frame.bd2_fraction.unique()):
+        a2 = _at(frame, "A-D2", fraction)
+        if not have(a2, "with", "without", "scratch"):
+            continue
+        arms = {"WITH - WITHOUT": stats.paired_test(*paired(a2, "with", "without")).diff,
+                "WITHOUT": ci(a2, "without"), "scratch": ci(a2, "scratch")}
+        verdict = stats.combine([stats.verdict(arms["WITH - WITHOUT"], "at_most", margin),
+                                 stats.verdict_apart(arms["WITHOUT"], arms["scratch"])])
+        judged(("generalization", fraction),
+               f"D2 generalization not explained by the property (B-D2 fraction {fraction:g}): "
+               f"WITHOUT about as good as WITH on A-D2 (within {margin:g}) and above scratch",
+               "A-D2 accuracy at the largest training set: WITH - WITHOUT paired over seeds; "
+               "WITHOUT and scratch compared unpaired",
+               arms, verdict,
+               f"A-D2 accuracy: WITH - WITHOUT (at most {margin:g}) = "
+               f"{ci_text(arms['WITH - WITHOUT'], explain=False)}; "
+               + _arms_text({k: arms[k] for k in ("WITHOUT", "scratch")}), delta=margin)
+    # 4. controls
+    if have(b, "with", "shuffled"):
+        a1 = _at(frame, "A-D1", 0.0)
+        arms = {"A-D1 WITH": ci(a1, "with"), "A-D1 shuffled": ci(a1, "shuffled"),
+                "B-D1 WITH": ci(b, "with"), "B-D1 shuffled": ci(b, "shuffled")}
+        verdict = stats.combine(stats.verdict_apart(arms[f"{t} WITH"], arms[f"{t} shuffled"]) for t in ("A-D1", "B-D1"))
+        judged("shuffled", "Control: shuffling WITH's weights removes its benefit (WITH above shuffled)",
+               "A-D1 and B-D1 accuracy at the largest training set (compared unpaired)", arms, verdict,
+               "; ".join(f"{t} accuracy: " + _arms_text({"WITH": arms[f"{t} WITH"],
+                                                          "shuffled": arms[f"{t} shuffled"]})
+                         for t in ("A-D1", "B-D1")))
+    if have(b, "cbow", "scratch"):
+        arms = {"CBOW": ci(b, "cbow"), "scratch": ci(b, "scratch")}
+        if have(b, "with"):
+            arms["WITH"] = ci(b, "with")  # for reference: how much of WITH's transfer CBOW gets
+        judged("cbow", "Control: CBOW embeddings (synonyms close) give some B-D1 transfer (above scratch)",
+               "B-D1 accuracy at the largest training set (compared unpaired)",
+               arms, stats.verdict_apart(arms["CBOW"], arms["scratch"]), "B-D1 accuracy: " + _arms_text(arms))
+    return out
 
 
 def claims(frame, margin: float = 0.02, target: float = 0.8) -> pd.DataFrame:
@@ -100,61 +248,28 @@ def claims(frame, margin: float = 0.02, target: float = 0.8) -> pd.DataFrame:
     """
     if frame is None or len(frame) == 0:
         return pd.DataFrame(columns=COLUMNS)
-    out = []
-
-    def ci(table, model):
-        return stats.mean_ci(table[table.model == model].value)
-
-    def have(table, *models):
-        return all((table.model == m).any() for m in models)
-
-    # 1. synonym transfer on B-D1
-    b = _at(frame, "B-D1", 0.0)
-    if have(b, "with", "without", "scratch"):
-        arms = {"WITH": ci(b, "with"), "WITHOUT": ci(b, "without"), "scratch": ci(b, "scratch")}
-        out.append(_row("B-D1 synonym transfer: WITH above WITHOUT and scratch",
-                        "B-D1 accuracy at the largest training set (intervals over seeds, compared unpaired)",
-                        arms, stats.combine(stats.verdict_apart(arms["WITH"], arms[o]) for o in ("WITHOUT", "scratch"))))
-    # 2. sample efficiency on A-D1: area under the learning curve (log size), paired over seeds
-    area = per_seed(frame, "A-D1", 0.0, learning_curve_area)
-    if have(area, "with", "without", "scratch"):
-        diffs = {f"WITH - {o}": stats.paired_test(*paired(area, "with", o)).diff for o in ("without", "scratch")}
-        need = per_seed(frame, "A-D1", 0.0, examples_needed, target=target)
-        needed = "; ".join(f"{m}: {needed_text(need[need.model == m].value)}" for m in ("with", "without", "scratch"))
-        out.append(_row("Sample efficiency: WITH learns A-D1 from fewer examples",
-                        "mean A-D1 accuracy over training sizes (log axis), differences paired over seeds. "
-                        f"Examples to reach {target:.2f}: {needed}",
-                        diffs, stats.combine(stats.verdict(d, "greater") for d in diffs.values())))
-    # 3. generalization to D2 is not explained by the property
-    for fraction in sorted(frame.bd2_fraction.unique()):
-        a2 = _at(frame, "A-D2", fraction)
-        if not have(a2, "with", "without", "scratch"):
-            continue
-        arms = {"WITH - WITHOUT": stats.paired_test(*paired(a2, "with", "without")).diff,
-                "WITHOUT": ci(a2, "without"), "scratch": ci(a2, "scratch")}
-        verdict = stats.combine([stats.verdict(arms["WITH - WITHOUT"], "at_most", margin),
-                                 stats.verdict_apart(arms["WITHOUT"], arms["scratch"])])
-        out.append(_row(f"D2 generalization not explained by the property (B-D2 fraction {fraction:g}): "
-                        f"WITHOUT about as good as WITH on A-D2 (within {margin:g}) and above scratch",
-                        "A-D2 accuracy at the largest training set: WITH - WITHOUT paired over seeds; "
-                        "WITHOUT and scratch compared unpaired",
-                        arms, verdict))
-    # 4. controls
-    if have(b, "with", "shuffled"):
-        a1 = _at(frame, "A-D1", 0.0)
-        arms = {"A-D1 WITH": ci(a1, "with"), "A-D1 shuffled": ci(a1, "shuffled"),
-                "B-D1 WITH": ci(b, "with"), "B-D1 shuffled": ci(b, "shuffled")}
-        verdict = stats.combine(stats.verdict_apart(arms[f"{t} WITH"], arms[f"{t} shuffled"]) for t in ("A-D1", "B-D1"))
-        out.append(_row("Control: shuffling WITH's weights removes its benefit (WITH above shuffled)",
-                        "A-D1 and B-D1 accuracy at the largest training set (compared unpaired)", arms, verdict))
-    if have(b, "cbow", "scratch"):
-        arms = {"CBOW": ci(b, "cbow"), "scratch": ci(b, "scratch")}
-        if have(b, "with"):
-            arms["WITH"] = ci(b, "with")  # for reference: how much of WITH's transfer CBOW gets
-        out.append(_row("Control: CBOW embeddings (synonyms close) give some B-D1 transfer (above scratch)",
-                        "B-D1 accuracy at the largest training set (compared unpaired)",
-                        arms, stats.verdict_apart(arms["CBOW"], arms["scratch"])))
+    out = [_row(j["claim"], j["measured"], j["intervals"], j["verdict"]) for j in _judged(frame, margin, target)]
     return pd.DataFrame(out, columns=COLUMNS)
+
+
+def scorecard(frame, margin: float = 0.02, target: float = 0.8) -> list[dict]:
+    """The synthetic experiment's claims as scorecard rows (SCORECARD_KEYS), one per claim judged.
+
+    Same verdicts as `claims`; `claim` is a short text that does not depend on the profile's
+    parameters (only on the B-D2 fraction a D2 row is about), `effect` the measured intervals.
+    Every claim of the paper has a row: one whose models were not run says so, not resolved.
+    """
+    judged = _judged(frame, margin, target) if frame is not None and len(frame) else []
+    rows = []
+    for key, claim in SYNTHETIC_CLAIMS.items():
+        found = [j for j in judged if j["key"] == key or (isinstance(j["key"], tuple) and j["key"][0] == key)]
+        for j in found:
+            text = claim if key != "generalization" else f"{claim} (B-D2 fraction {j['key'][1]:g})"
+            rows.append(_card(text, j["effect"], j["intervals"], j["delta"], j["verdict"]))
+        if not found:
+            rows.append(_card(claim, "not measured: the models this claim compares were not all run", {},
+                              margin if key == "generalization" else None, stats.NOT_RESOLVED))
+    return rows
 
 
 # ---------------------------------------------------------------- real text: Delta-pred vs Delta-distribution
@@ -252,6 +367,40 @@ def correlation_claims(cells: pd.DataFrame, r_low: float = 0.3, ci_max: float = 
            "measured": measured, "interval": interval, "seeds": int(judged["seed"].nunique()),
            "verdict": overall_verdict(cells)}
     return pd.DataFrame([row], columns=COLUMNS)
+
+
+REAL_CLAIM = "Delta-pred and Delta-distribution correlate weakly (every template, checkpoint and data ratio)"
+
+
+def correlation_scorecard(cells: pd.DataFrame, r_low: float = 0.3, ci_max: float = 0.5,
+                          min_n: int = 30) -> list[dict]:
+    """The real-text claim as one scorecard row (SCORECARD_KEYS), from `correlation_cells`' table.
+
+    effect: the judged cell with the largest |r|, its 95% bootstrap interval and where it is, and
+    how many judged cells are low; `delta` is r_low, the "low" margin around 0. A cell of a model at
+    chance is left out; with no judged cell at all the row is not resolved and says why.
+    """
+    judged = cells[cells["learned"].eq(True)] if len(cells) else cells
+    excluded = sorted(set(cells.loc[~cells["learned"].eq(True), "model"])) if len(cells) else []
+    seeds = int(judged["seed"].nunique()) if len(judged) else 0
+    verdict = overall_verdict(cells) if len(cells) else stats.NOT_RESOLVED
+    if not len(cells):
+        effect = "not measured: no A5 perturbation records"
+    elif not len(judged):
+        effect = (f"not judged: every fine-tuned model is at chance (validation accuracy not above the "
+                  f"majority class by {stats.LEARNED_MARGIN:g}): {', '.join(excluded)}")
+    else:
+        top = judged.loc[judged["r"].abs().fillna(-1).idxmax()]
+        low = int((judged["verdict"] == stats.REPRODUCED).sum())
+        effect = (f"largest |r|: r = {top['r']:.3f} [{top['r_low']:.3f}, {top['r_high']:.3f}] "
+                  f"({top['kind']}, {top['model']}, template {top['template']}, {int(top['n'])} pairs); "
+                  f"{low} of {len(judged)} judged cells low (|r| < {r_low:g}, interval inside ±{ci_max:g})")
+        few = int((judged["n"] < min_n).sum())
+        if few:
+            effect += f"; {few} cells not judged: fewer than {min_n} perturbed pairs"
+        if excluded:
+            effect += f"; left out, at chance: {', '.join(excluded)}"
+    return [{"claim": REAL_CLAIM, "effect": effect, "seeds": seeds, "delta": float(r_low), "verdict": verdict}]
 
 
 def final_checkpoint_points(records: pd.DataFrame) -> pd.DataFrame:

@@ -6,6 +6,7 @@ by seed; its verdict is `stats.verdict` on the interval of the paired difference
 no compared classifier beats the majority class (then the comparison says nothing about the
 masking: not resolved). `stats.combine` turns the comparisons into the paper's verdict.
 A second table checks that pretraining helps at all: every pretrained arm against `scratch`.
+`scorecard` gives the summary's short rows (SCORECARD_KEYS), worded the same in every profile.
 """
 
 from __future__ import annotations
@@ -16,6 +17,13 @@ import pandas as pd
 
 from mlmlib import stats
 from mlmlib.papers.selective_masking.experiment import SELECTIVE
+
+# The rows every summary saves under "scorecard": the same keys for every paper.
+SCORECARD_KEYS = ("claim", "effect", "seeds", "delta", "verdict")
+# The scorecard as a table a reader reads: key -> column name.
+SCORECARD_COLUMNS = {"claim": "Claim", "effect": "Effect [95% CI]", "seeds": "Seeds", "verdict": "Verdict"}
+# The paper's claim, as the scorecard words it when no comparison was made.
+CLAIM = "Selective masking beats random masking"
 
 
 def _frame(rows: list[dict]) -> pd.DataFrame:
@@ -135,3 +143,57 @@ def conclusion(claims: list[dict], floor: list[dict] = ()) -> tuple[str, str]:
     text = f"{overall}: of {len(claims)} selective comparisons, {tally}"
     return overall, text + (f" ({why})" if why else "")
 
+
+
+def interval_text(mean: float, low: float, high: float, n: int, unit: str = "seed") -> str:
+    """A mean and its 95% interval; an interval of zero width says why ("one seed: no interval")."""
+    if not n or pd.isna(mean):
+        return "not measured"
+    if n == 1:
+        return f"{mean:.3f} (one {unit}: no interval)"
+    text = f"{mean:.3f} [{low:.3f}, {high:.3f}]"
+    return text + (f" (all {n} {unit}s equal: zero width)" if low == high else "")
+
+
+def scorecard(claims: list[dict], reference: str = "random", metric: str = "accuracy",
+              priors: dict[str, float] | None = None) -> list[dict]:
+    """Paper C's claim as scorecard rows (SCORECARD_KEYS): one per `selective_claims` comparison.
+
+    `claim` names the arm, word list, label regime and task; `effect` the paired difference with
+    its 95% interval. A comparison whose classifiers are all at chance, or with too few seeds, is
+    not resolved and says why; no comparison at all gives one row, not measured.
+    """
+    rows = []
+    for c in claims:
+        if c["verdict"] not in stats.VERDICTS:
+            raise ValueError(f"unknown verdict {c['verdict']!r}; verdicts: {stats.VERDICTS}")
+        seeds = int(c["seeds"])
+        diff = interval_text(c["effect"], c["low"], c["high"], seeds)
+        effect = f"test {metric}, {c['arm']} - {reference} = {diff}"
+        reasons = []
+        if not c["learned"]:
+            prior = (priors or {}).get(c["task"])
+            reasons.append("no compared classifier beats the majority class"
+                           + (f" ({prior:.3f})" if prior is not None else "") + f" by {stats.LEARNED_MARGIN:g}")
+        if c["verdict"] == stats.NOT_RESOLVED and seeds < stats.MIN_SEEDS:
+            reasons.append(f"{seeds} paired seed{'s' if seeds != 1 else ''}, a verdict needs {stats.MIN_SEEDS}")
+        if reasons:
+            effect += "; not judged: " + "; ".join(reasons)
+        delta = c.get("delta")
+        rows.append({"claim": f"{c['arm']} masking ({c['word_list']}) beats {reference}: "
+                              f"{c['labels']} labels, {c['task']}",
+                     "effect": effect, "seeds": seeds, "delta": None if delta is None else float(delta),
+                     "verdict": c["verdict"]})
+    if not rows:
+        rows.append({"claim": CLAIM, "effect": "not measured: no selective arm was compared with "
+                                               f"{reference} masking", "seeds": 0, "delta": None,
+                     "verdict": stats.NOT_RESOLVED})
+    return rows
+
+
+def scorecard_table(rows: list[dict]) -> pd.DataFrame:
+    """Scorecard rows as a table with readable column names (and the margin, where one was used)."""
+    table = pd.DataFrame(list(rows), columns=list(SCORECARD_KEYS))
+    if table["delta"].notna().any():
+        table["Margin"] = table["delta"].map(lambda d: "" if d is None or pd.isna(d) else f"{d:g}")
+    return table.drop(columns="delta").rename(columns=SCORECARD_COLUMNS)

@@ -2,7 +2,8 @@
 
 Every verdict uses `mlmlib.stats`' one vocabulary and rules. Inputs are the long tables that
 `records.explode_rows` makes of B1's "training", "downstream", "arms", "tasks" and B2's
-"overhead" metrics; every function accepts an empty table.
+"overhead" metrics; every function accepts an empty table. `scorecard` gives the summary's
+short rows (SCORECARD_KEYS), worded the same in every profile.
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ CLAIMS = (*DOWNSTREAM_CLAIMS, HC_CLAIM, SR_CLAIM)
 # Equivalence margin of a downstream difference (reconstructed: one accuracy point).
 DELTA = 0.01
 KINDS = ["disc_acc_original", "disc_acc_replaced", "disc_acc_false_negative"]
+# The rows every summary saves under "scorecard": the same keys for every paper.
+SCORECARD_KEYS = ("claim", "effect", "seeds", "delta", "verdict")
+# The scorecard as a table a reader reads: key -> column name.
+SCORECARD_COLUMNS = {"claim": "Claim", "effect": "Effect [95% CI]", "seeds": "Seeds", "verdict": "Verdict"}
+# What the downstream claims compare, in words.
+MEASURES = {"test_accuracy": "test accuracy", "robustness_drop": "drop under synonym substitution"}
 
 
 def false_negative_table(training: pd.DataFrame) -> pd.DataFrame:
@@ -183,8 +190,7 @@ def summary(downstream: pd.DataFrame, overhead: pd.DataFrame) -> pd.DataFrame:
     if len(downstream):
         judged += list(zip(downstream["claim"], downstream["verdict"]))
     if len(overhead):
-        largest = overhead.loc[overhead.groupby("objective")["step_ms"].idxmax(), ["objective", "model"]]
-        at = overhead.merge(largest, on=["objective", "model"])
+        at = largest_model(overhead)
         judged += list(zip(at["claim"], at["verdict"]))  # reference arms match no claim
     rows = []
     for claim in CLAIMS:
@@ -194,3 +200,78 @@ def summary(downstream: pd.DataFrame, overhead: pd.DataFrame) -> pd.DataFrame:
                      "contradicted": sum(v == stats.CONTRADICTED for v in verdicts),
                      "verdict": stats.combine(verdicts)})
     return pd.DataFrame(rows)
+
+
+def interval_text(mean: float, low: float, high: float, n: int, unit: str = "seed") -> str:
+    """A mean and its 95% interval; an interval of zero width says why ("one seed: no interval")."""
+    if not n or pd.isna(mean):
+        return "not measured"
+    if n == 1:
+        return f"{mean:.3f} (one {unit}: no interval)"
+    text = f"{mean:.3f} [{low:.3f}, {high:.3f}]"
+    return text + (f" (all {n} {unit}s equal: zero width)" if low == high else "")
+
+
+def _card(claim: str, effect: str, seeds: int, delta: float | None, verdict: str, unit: str = "seed",
+          why: str = "") -> dict:
+    """One scorecard row; a verdict not resolved for a reason (`why`, too few seeds) says so."""
+    if verdict not in stats.VERDICTS:
+        raise ValueError(f"unknown verdict {verdict!r}; verdicts: {stats.VERDICTS}")
+    reasons = [why] if why else []
+    if verdict == stats.NOT_RESOLVED and 0 < seeds < stats.MIN_SEEDS:
+        reasons.append(f"{seeds} {unit}{'s' if seeds > 1 else ''}, a verdict needs {stats.MIN_SEEDS}")
+    if reasons:
+        effect += "; not judged: " + "; ".join(reasons)
+    return {"claim": claim, "effect": effect, "seeds": int(seeds),
+            "delta": None if delta is None else float(delta), "verdict": verdict}
+
+
+def largest_model(overhead: pd.DataFrame) -> pd.DataFrame:
+    """`overhead_claims`' rows at the model with the slowest step per objective (where `summary` judges)."""
+    if not len(overhead):
+        return overhead
+    largest = overhead.loc[overhead.groupby("objective")["step_ms"].idxmax(), ["objective", "model"]]
+    return overhead.merge(largest, on=["objective", "model"])
+
+
+def scorecard(downstream: pd.DataFrame, overhead: pd.DataFrame, delta: float = DELTA) -> list[dict]:
+    """Paper B's claims as scorecard rows (SCORECARD_KEYS): one per claim x corrected arm x task.
+
+    `downstream`: `downstream_claims`' table (made with margin `delta`); `overhead`:
+    `overhead_claims`' table, judged at the largest model as in `summary`. A pair with an arm at
+    chance is not resolved and says so; a claim with no row at all gets one, not measured.
+    """
+    rows = []
+    for claim in DOWNSTREAM_CLAIMS:
+        part = downstream[downstream["claim"] == claim] if len(downstream) else downstream
+        for r in part.to_dict("records") if len(part) else []:
+            effect = (f"{MEASURES.get(r['effect'].split(':')[0], r['effect'])}, method - baseline = "
+                      + interval_text(r["difference"], r["ci_low"], r["ci_high"], r["seeds"]))
+            why = "" if r["learned"] else (f"an arm of the pair is at chance (mean test accuracy not "
+                                           f"above the majority class by {stats.LEARNED_MARGIN:g})")
+            rows.append(_card(f"{claim[0].upper()}{claim[1:]}: {r['arm']}, {r['task']}", effect, r["seeds"],
+                              delta, r["verdict"], why=why))
+        if not len(part):
+            rows.append(_card(f"{claim[0].upper()}{claim[1:]}", "not measured: no corrected arm was compared "
+                              "with its baseline", 0, delta, stats.NOT_RESOLVED))
+    at = largest_model(overhead)
+    for claim, target in TARGETS.items():
+        part = at[at["claim"] == claim] if len(at) else at
+        for r in part.to_dict("records") if len(part) else []:
+            effect = ("extra step time over the plain step = "
+                      + interval_text(r["overhead"], r["ci_low"], r["ci_high"], r["reps"], "repetition")
+                      + f"; timed on {r['model']}")
+            rows.append(_card(f"{claim}: {r['arm']}", effect, r["reps"], target, r["verdict"],
+                              "repetition"))
+        if not len(part):
+            rows.append(_card(claim, "not measured: no B2 timing of such an arm", 0, target,
+                              stats.NOT_RESOLVED))
+    return rows
+
+
+def scorecard_table(rows: list[dict]) -> pd.DataFrame:
+    """Scorecard rows as a table with readable column names (and the margin, where one was used)."""
+    table = pd.DataFrame(list(rows), columns=list(SCORECARD_KEYS))
+    if table["delta"].notna().any():
+        table["Margin"] = table["delta"].map(lambda d: "" if d is None or pd.isna(d) else f"{d:g}")
+    return table.drop(columns="delta").rename(columns=SCORECARD_COLUMNS)

@@ -1,0 +1,133 @@
+"""Kill -9 at random moments, rerun each time: the records equal an uninterrupted batch's.
+
+The batch is the test plan's training notebooks (A2, A3, B1 with checkpoints, C2), run in two
+throwaway copies of the project: one uninterrupted, one killed 10 times (the runner with its
+kernel, or the kernel alone) at seeded random moments, then run to the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mlmlib.runs.records import load_records
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ("A2_synthetic_pretrain", "A3_synthetic_finetune", "B1_true_negatives_pretrain",
+             "C2_selective_mlm")
+# Timings differ between any two runs; everything else must be equal.
+TIMING = re.compile(r"(_s|_ms|per_s|overhead.*|speedup.*|gflops|wall.*)$")
+KILLS = 10
+
+
+def _project(root: Path) -> None:
+    """A copy of the project's notebooks and config, with a plan of the training notebooks."""
+    (root / "notebooks" / "plans").mkdir(parents=True)
+    for name in NOTEBOOKS:
+        shutil.copy(ROOT / "notebooks" / f"{name}.ipynb", root / "notebooks")
+    shutil.copy(ROOT / "_config.yml", root)
+    plan = yaml.safe_load((ROOT / "notebooks" / "plans" / "test.yaml").read_text())
+    entries = [e for e in plan["notebooks"] if e["notebook"] in NOTEBOOKS]
+    for e in entries:
+        if e["notebook"] == "A3_synthetic_finetune":
+            e["grid"] = {"seed": [0]}
+        if e["notebook"] == "C2_selective_mlm":
+            e["grid"] = {"seed": [0]}
+        if e["notebook"] == "B1_true_negatives_pretrain":  # resumable pretraining
+            e["params"] |= {"checkpoint_every": 2, "steps": 8}
+    (root / "notebooks" / "plans" / "kill.yaml").write_text(yaml.safe_dump({"notebooks": entries}))
+
+
+def _env(root: Path) -> dict:
+    return {**os.environ, "MLMLIB_ROOT": str(root), "MLMLIB_WORK": str(root / ".work"),
+            "OMP_NUM_THREADS": "1"}
+
+
+def _batch(root: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "mlmlib", "run", "--profile", "kill"],
+                            env=_env(root), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def _kernels(runner: int) -> list[int]:
+    """Kernel processes of the batch (children of the runner; jupyter gives them a session)."""
+    out = subprocess.run(["ps", "-eo", "pid,ppid,args"], capture_output=True, text=True).stdout
+    return [int(line.split()[0]) for line in out.splitlines()[1:]
+            if line.split()[1] == str(runner) and "ipykernel_launcher" in line]
+
+
+def _strip(value):
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if not TIMING.search(str(k))}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+def _results(root: Path) -> dict:
+    table = load_records("kill", root=root)
+    return {row["run_id"]: _strip(row["metrics"]) for _, row in table.iterrows()}
+
+
+def _leftovers(root: Path) -> list[str]:
+    """Temporary files of killed writers: hidden names under the records, work and cache."""
+    found = []
+    for base in (root / "book" / "runs", root / ".work"):
+        for path in base.rglob(".*"):
+            if not path.name.endswith(".lock"):
+                found.append(str(path.relative_to(root)))
+    return found
+
+
+@pytest.mark.slow
+def test_ten_random_kills_give_the_uninterrupted_records(tmp_path):
+    reference, killed = tmp_path / "reference", tmp_path / "killed"
+    for root in (reference, killed):
+        _project(root)
+    start = time.time()
+    assert _batch(reference).wait(timeout=1200) == 0
+    duration = time.time() - start
+    expected = _results(reference)
+    assert sorted(expected) == sorted(["A2_synthetic_pretrain/corpus-mix", "A2_synthetic_pretrain/corpus-shift",
+                                       "A3_synthetic_finetune/seed-0", "B1_true_negatives_pretrain/seed-0",
+                                       "C2_selective_mlm/seed-0"])
+
+    rng = random.Random(0)
+    kinds = []
+    for _ in range(KILLS):
+        proc = _batch(killed)
+        # a moment within the batch; each rerun skips what is finished, so later kills land later
+        deadline = time.time() + rng.uniform(2.0, duration * 0.6)
+        while time.time() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        if proc.poll() is not None:
+            continue  # it finished before the moment came
+        kernels = _kernels(proc.pid)
+        if kernels and rng.random() < 0.3:  # the kernel alone: the runner sees it die
+            os.kill(kernels[0], signal.SIGKILL)
+            proc.wait(timeout=300)
+            kinds.append("kernel")
+        else:  # the runner, and its kernel with it (as a node or a job being killed)
+            os.killpg(proc.pid, signal.SIGKILL)
+            for pid in kernels:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            proc.wait()
+            kinds.append("runner")
+    final = _batch(killed)
+    assert final.wait(timeout=1200) == 0
+    assert kinds.count("runner") + kinds.count("kernel") >= KILLS // 2, kinds
+    assert _results(killed) == expected
+    assert _leftovers(killed) == []
+    assert not list((killed / "book" / "runs" / "kill").glob("_failed/*"))  # successes cleared them

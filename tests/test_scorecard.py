@@ -1,0 +1,49 @@
+"""The claim tables the book builder writes from the records (results first, never typed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mlmlib.runs.book import write_claim_tables
+
+
+def _record(root: Path, profile: str, notebook: str, chapter: str, rows: list[dict]) -> None:
+    folder = root / "book" / "runs" / profile / notebook
+    folder.mkdir(parents=True, exist_ok=True)
+    rec = {"notebook": notebook, "profile": profile, "chapter": chapter, "params": {},
+           "metrics": {"scorecard": rows}, "run_id": f"{notebook}/run"}
+    (folder / "run.json").write_text(json.dumps(rec))
+
+
+def _row(claim: str, verdict: str, effect: str = "0.03 [0.01, 0.05]") -> dict:
+    return {"claim": claim, "effect": effect, "seeds": 5, "delta": None, "verdict": verdict}
+
+
+def test_tables_come_from_the_records_of_every_profile(tmp_path):
+    _record(tmp_path, "smoke", "A4_synthetic_summary", "paper_a",
+            [_row("WITH beats WITHOUT", "reproduced"), _row("shuffle | control", "not resolved")])
+    _record(tmp_path, "cpu", "A4_synthetic_summary", "paper_a", [_row("WITH beats WITHOUT", "contradicted")])
+    _record(tmp_path, "smoke", "C3_selective_summary", "paper_c",
+            [_row("selective beats random, sst2", "reproduced"),
+             _row("selective beats random, imdb", "contradicted")])
+    out = write_claim_tables("smoke", tmp_path)
+    a = (out / "claims_paper_a.md").read_text()
+    assert "0.03 [0.01, 0.05]" in a and "**contradicted**" in a and "**reproduced**" in a
+    assert "shuffle \\| control" in a  # a pipe in a claim does not break the table
+    assert "[smoke](/book/runs/smoke/A4_synthetic_summary/run.ipynb)" in a  # the rendered profile links
+    assert "| cpu |" in a  # another profile's rows are shown, not linked
+    card = (out / "scorecard.md").read_text().splitlines()
+    assert card[0] == "| Paper | Claim | smoke | cpu |"
+    with_without = next(line for line in card if "WITH beats WITHOUT" in line)
+    assert "**reproduced**" in with_without and "**contradicted**" in with_without
+    # C: two rows of one profile; claims differ, so each is its own line
+    assert sum("selective beats random" in line for line in card) == 2
+    assert "No summary records yet" in (out / "claims_paper_b.md").read_text()
+
+
+def test_unknown_verdict_words_never_combine_to_reproduced(tmp_path):
+    _record(tmp_path, "smoke", "A6_real_summary", "paper_a",
+            [_row("r is low", "reproduced"), _row("r is low", "excluded: model at chance")])
+    card = (write_claim_tables("smoke", tmp_path) / "scorecard.md").read_text()
+    assert "**not resolved** (2 rows)" in card
