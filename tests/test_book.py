@@ -12,8 +12,8 @@ from html import escape
 from pathlib import Path
 
 import pytest
-
 from browser import check_book, find_chromium
+
 from mlmlib import stats
 from mlmlib.runs.plans import load_plan
 from mlmlib.runs.records import load_records

@@ -62,7 +62,8 @@ def _batch(root: Path) -> subprocess.Popen:
 
 def _kernels(runner: int) -> list[int]:
     """Kernel processes of the batch (children of the runner; jupyter gives them a session)."""
-    out = subprocess.run(["ps", "-eo", "pid,ppid,args"], capture_output=True, text=True).stdout
+    out = subprocess.run(["ps", "-eo", "pid,ppid,args"], capture_output=True, text=True,
+                         check=True).stdout
     return [int(line.split()[0]) for line in out.splitlines()[1:]
             if line.split()[1] == str(runner) and "ipykernel_launcher" in line]
 

@@ -165,7 +165,10 @@ def test_pretrain_arm_logs_false_negative_statistics():
     assert rows[0]["arm"] == "electra/shield" and rows[0]["generator_acc"] is not None
 
 
-def _arm_run(tmp_path, arm=tn.ArmConfig("electra", "shield"), kill_at=None):
+SHIELD = tn.ArmConfig("electra", "shield")
+
+
+def _arm_run(tmp_path, arm=SHIELD, kill_at=None):
     """pretrain_arm with checkpoints every 2 steps; kill_at: the step at which it is killed."""
     gen = torch.Generator().manual_seed(0)
     ids = torch.randint(len(SPECIALS), len(VOCAB) - 2, (16, 12), generator=gen)
