@@ -42,9 +42,16 @@ def false_negative_table(training: pd.DataFrame) -> pd.DataFrame:
         rows.append({"arm": arm, "fn_rate_replaced": stats.mean_ci(part["fn_rate_replaced"]).mean,
                      "fn_rate_masked": stats.mean_ci(part["fn_rate_masked"]).mean,
                      "zero_windows": int((part["fn_rate_replaced"] == 0).sum()), "windows": len(part),
-                     "spearman_with_generator_acc":
-                         part["generator_acc"].corr(part["fn_rate_replaced"], method="spearman")})
+                     "spearman_with_generator_acc": _spearman(part["generator_acc"],
+                                                              part["fn_rate_replaced"])})
     return pd.DataFrame(rows)
+
+
+def _spearman(x: pd.Series, y: pd.Series) -> float:
+    """Spearman's rho; NaN (not a warning) when either side is constant, where it is undefined."""
+    if x.nunique(dropna=True) < 2 or y.nunique(dropna=True) < 2:
+        return float("nan")
+    return float(x.corr(y, method="spearman"))
 
 
 def disc_accuracy_table(training: pd.DataFrame) -> pd.DataFrame:
