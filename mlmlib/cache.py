@@ -44,8 +44,25 @@ def artifact_dir(kind: str, config: dict[str, Any], code_of: str) -> Path:
 
 
 def is_complete(folder: Path, expect: Sequence[str] = ()) -> bool:
-    """True when the artifact was finished (DONE written last) and holds every expected file."""
-    return (folder / DONE).exists() and all((folder / name).exists() for name in expect)
+    """True when the artifact was finished (DONE written last) and holds every expected file,
+    its weights readable (a safetensors file whose header and size agree)."""
+    return (folder / DONE).exists() and all(_readable(folder / name) for name in expect)
+
+
+def _readable(path: Path) -> bool:
+    """The file exists; for weights, safetensors can open it (header and length consistent)."""
+    if not path.exists():
+        return False
+    if path.suffix != ".safetensors":
+        return True
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), "pt") as weights:
+            weights.keys()
+    except Exception:  # noqa: BLE001 - any unreadable weights file means: rebuild
+        return False
+    return True
 
 
 def cached(kind: str, config: dict[str, Any], build: Callable[[Path], None], *, code_of: str,

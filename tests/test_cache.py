@@ -87,3 +87,19 @@ def test_two_processes_build_one_artifact_once(tmp_path):
     assert all(p.returncode == 0 for p in procs)
     assert outs[0] == outs[1]
     assert len((tmp_path / "builds.log").read_text().splitlines()) == 1
+
+
+def test_unreadable_weights_are_set_aside_and_rebuilt(tmp_path, monkeypatch):
+    import torch
+    from safetensors.torch import save_file
+
+    monkeypatch.setenv("MLMLIB_WORK", str(tmp_path))
+
+    def build(folder):
+        save_file({"w": torch.ones(1000)}, str(folder / "model.safetensors"))
+
+    folder = cache.cached("model", {"size": 7}, build, code_of=HERE, expect=("model.safetensors",))
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:200])  # half-written by a disk or a copy
+    again = cache.cached("model", {"size": 7}, build, code_of=HERE, expect=("model.safetensors",))
+    assert again == folder and weights.stat().st_size > 4000
