@@ -15,7 +15,6 @@ def test_a_bad_value_is_reported_under_the_notebooks_name():
 
 
 def test_errors_about_other_names_pass_unchanged():
-    with pytest.raises(ValueError) as info:
-        with parameter_names(steps="mlm_steps"):
-            FinetuneConfig(lr=-1.0)
+    with pytest.raises(ValueError) as info, parameter_names(steps="mlm_steps"):
+        FinetuneConfig(lr=-1.0)
     assert "mlm_steps" not in str(info.value) and "notebook parameter" not in str(info.value)
