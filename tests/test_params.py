@@ -8,9 +8,9 @@ from mlmlib.pretrain import PretrainConfig
 
 
 def test_a_bad_value_is_reported_under_the_notebooks_name():
-    with pytest.raises(ValueError, match=r"mlm_steps") as info:
-        with parameter_names(steps="mlm_steps", batch_size="mlm_batch_size"):
-            PretrainConfig(steps=-1)
+    with (pytest.raises(ValueError, match=r"mlm_steps") as info,
+          parameter_names(steps="mlm_steps", batch_size="mlm_batch_size")):
+        PretrainConfig(steps=-1)
     assert "notebook parameter" in str(info.value) and " steps " not in f" {info.value} "
 
 
