@@ -164,7 +164,8 @@ def replace_span(text: str, start: int, end: int, new: str) -> str:
 
 def fit_text(tokenizer, text: str, max_tokens: int) -> str:
     """Cut a text at a word boundary so it holds at most `max_tokens` WordPiece tokens."""
-    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    # the whole text is tokenized on purpose (to find where to cut it): no length warning
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
     offsets = enc["offset_mapping"]
     if len(offsets) <= max_tokens:
         return text
