@@ -176,3 +176,34 @@ def combine(verdicts) -> str:
 def learned(accuracy: float, prior: float, margin: float = LEARNED_MARGIN) -> bool:
     """True when an accuracy beats the majority-class accuracy `prior` by more than `margin`."""
     return bool(accuracy > prior + margin)
+
+
+# ---------------------------------------------------------------- scorecard rows
+# Every summary saves its claims as rows with these keys; the book builds its tables from them.
+SCORECARD_KEYS = ("claim", "effect", "seeds", "delta", "verdict")
+# The scorecard as a table a reader reads: key -> column name.
+SCORECARD_COLUMNS = {"claim": "Claim", "effect": "Effect [95% CI]", "seeds": "Seeds", "verdict": "Verdict"}
+
+
+def interval_text(mean: float, low: float, high: float, n: int, unit: str = "seed",
+                  explain: bool = True) -> str:
+    """A mean and its 95% interval; an interval of zero width says why ("one seed: no interval").
+
+    explain=False leaves the why out (a scorecard row says it once for all its intervals).
+    """
+    if not n or mean is None or np.isnan(mean):
+        return "not measured"
+    if n == 1:
+        return f"{mean:.3f}" + (f" (one {unit}: no interval)" if explain else "")
+    text = f"{mean:.3f} [{low:.3f}, {high:.3f}]"
+    return text + (f" (all {n} {unit}s equal: zero width)" if explain and low == high else "")
+
+
+def scorecard_table(rows: list[dict]) -> pandas.DataFrame:  # noqa: F821 - pandas imported lazily
+    """Scorecard rows as a table with readable column names (and the margin, where one was used)."""
+    import pandas as pd
+
+    table = pd.DataFrame(list(rows), columns=list(SCORECARD_KEYS))
+    if table["delta"].notna().any():
+        table["Margin"] = table["delta"].map(lambda d: "" if d is None or pd.isna(d) else f"{d:g}")
+    return table.drop(columns="delta").rename(columns=SCORECARD_COLUMNS)

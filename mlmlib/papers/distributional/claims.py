@@ -17,6 +17,12 @@ import pandas as pd
 
 from mlmlib import stats
 from mlmlib.papers.distributional.perturbation_deltas import correlation
+from mlmlib.stats import (  # noqa: F401 - shared by the three papers, used by the notebooks
+    SCORECARD_COLUMNS,
+    SCORECARD_KEYS,
+    interval_text,
+    scorecard_table,
+)
 
 COLUMNS = ["claim", "measured", "interval", "seeds", "verdict"]
 CELL_COLUMNS = ["model", "template", "r", "r_low", "r_high", "n", "verdict", "learned", "group", "value",
@@ -45,23 +51,6 @@ def _row(claim: str, measured: str, intervals: dict[str, stats.Interval], verdic
 
 # ---------------------------------------------------------------- scorecard
 # The rows every summary saves under "scorecard": the same keys for every paper.
-SCORECARD_KEYS = ("claim", "effect", "seeds", "delta", "verdict")
-# The scorecard as a table a reader reads: key -> column name.
-SCORECARD_COLUMNS = {"claim": "Claim", "effect": "Effect [95% CI]", "seeds": "Seeds", "verdict": "Verdict"}
-
-
-def interval_text(mean: float, low: float, high: float, n: int, unit: str = "seed",
-                  explain: bool = True) -> str:
-    """A mean and its 95% interval; an interval of zero width says why ("one seed: no interval").
-
-    explain=False leaves the why out (a scorecard row says it once for all its intervals).
-    """
-    if not n or pd.isna(mean):
-        return "not measured"
-    if n == 1:
-        return f"{mean:.3f}" + (f" (one {unit}: no interval)" if explain else "")
-    text = f"{mean:.3f} [{low:.3f}, {high:.3f}]"
-    return text + (f" (all {n} {unit}s equal: zero width)" if explain and low == high else "")
 
 
 def ci_text(ci: stats.Interval, unit: str = "seed", explain: bool = True) -> str:
@@ -91,17 +80,6 @@ def _card(claim: str, effect: str, intervals: dict[str, stats.Interval], delta: 
         effect += f"; not judged: {seeds} seed{'s' if seeds > 1 else ''}, a verdict needs {stats.MIN_SEEDS}"
     return {"claim": claim, "effect": effect, "seeds": int(seeds),
             "delta": None if delta is None else float(delta), "verdict": verdict}
-
-
-def scorecard_table(rows: list[dict]) -> pd.DataFrame:
-    """Scorecard rows as a table with readable column names (and the margin, where one was used)."""
-    table = pd.DataFrame(list(rows), columns=list(SCORECARD_KEYS))
-    if table["delta"].notna().any():
-        table["Margin"] = table["delta"].map(lambda d: "" if d is None or pd.isna(d) else f"{d:g}")
-    return table.drop(columns="delta").rename(columns=SCORECARD_COLUMNS)
-
-
-# ---------------------------------------------------------------- synthetic experiment
 
 
 def examples_needed(sizes, accuracies, target: float) -> float:

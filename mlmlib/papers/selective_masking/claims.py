@@ -17,11 +17,14 @@ import pandas as pd
 
 from mlmlib import stats
 from mlmlib.papers.selective_masking.experiment import SELECTIVE
+from mlmlib.stats import (  # noqa: F401 - shared by the three papers, used by the notebooks
+    SCORECARD_COLUMNS,
+    SCORECARD_KEYS,
+    interval_text,
+    scorecard_table,
+)
 
 # The rows every summary saves under "scorecard": the same keys for every paper.
-SCORECARD_KEYS = ("claim", "effect", "seeds", "delta", "verdict")
-# The scorecard as a table a reader reads: key -> column name.
-SCORECARD_COLUMNS = {"claim": "Claim", "effect": "Effect [95% CI]", "seeds": "Seeds", "verdict": "Verdict"}
 # The paper's claim, as the scorecard words it when no comparison was made.
 CLAIM = "Selective masking beats random masking"
 
@@ -145,16 +148,6 @@ def conclusion(claims: list[dict], floor: list[dict] = ()) -> tuple[str, str]:
 
 
 
-def interval_text(mean: float, low: float, high: float, n: int, unit: str = "seed") -> str:
-    """A mean and its 95% interval; an interval of zero width says why ("one seed: no interval")."""
-    if not n or pd.isna(mean):
-        return "not measured"
-    if n == 1:
-        return f"{mean:.3f} (one {unit}: no interval)"
-    text = f"{mean:.3f} [{low:.3f}, {high:.3f}]"
-    return text + (f" (all {n} {unit}s equal: zero width)" if low == high else "")
-
-
 def scorecard(claims: list[dict], reference: str = "random", metric: str = "accuracy",
               priors: dict[str, float] | None = None) -> list[dict]:
     """Paper C's claim as scorecard rows (SCORECARD_KEYS): one per `selective_claims` comparison.
@@ -189,11 +182,3 @@ def scorecard(claims: list[dict], reference: str = "random", metric: str = "accu
                                                f"{reference} masking", "seeds": 0, "delta": None,
                      "verdict": stats.NOT_RESOLVED})
     return rows
-
-
-def scorecard_table(rows: list[dict]) -> pd.DataFrame:
-    """Scorecard rows as a table with readable column names (and the margin, where one was used)."""
-    table = pd.DataFrame(list(rows), columns=list(SCORECARD_KEYS))
-    if table["delta"].notna().any():
-        table["Margin"] = table["delta"].map(lambda d: "" if d is None or pd.isna(d) else f"{d:g}")
-    return table.drop(columns="delta").rename(columns=SCORECARD_COLUMNS)

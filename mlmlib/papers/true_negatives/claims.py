@@ -11,6 +11,12 @@ from __future__ import annotations
 import pandas as pd
 
 from mlmlib import stats
+from mlmlib.stats import (  # noqa: F401 - shared by the three papers, used by the notebooks
+    SCORECARD_COLUMNS,
+    SCORECARD_KEYS,
+    interval_text,
+    scorecard_table,
+)
 
 # The paper's downstream claims: the column compared (method minus the uncorrected baseline)
 # and the direction the paper states.
@@ -26,9 +32,6 @@ CLAIMS = (*DOWNSTREAM_CLAIMS, HC_CLAIM, SR_CLAIM)
 DELTA = 0.01
 KINDS = ["disc_acc_original", "disc_acc_replaced", "disc_acc_false_negative"]
 # The rows every summary saves under "scorecard": the same keys for every paper.
-SCORECARD_KEYS = ("claim", "effect", "seeds", "delta", "verdict")
-# The scorecard as a table a reader reads: key -> column name.
-SCORECARD_COLUMNS = {"claim": "Claim", "effect": "Effect [95% CI]", "seeds": "Seeds", "verdict": "Verdict"}
 # What the downstream claims compare, in words.
 MEASURES = {"test_accuracy": "test accuracy", "robustness_drop": "drop under synonym substitution"}
 
@@ -209,16 +212,6 @@ def summary(downstream: pd.DataFrame, overhead: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def interval_text(mean: float, low: float, high: float, n: int, unit: str = "seed") -> str:
-    """A mean and its 95% interval; an interval of zero width says why ("one seed: no interval")."""
-    if not n or pd.isna(mean):
-        return "not measured"
-    if n == 1:
-        return f"{mean:.3f} (one {unit}: no interval)"
-    text = f"{mean:.3f} [{low:.3f}, {high:.3f}]"
-    return text + (f" (all {n} {unit}s equal: zero width)" if low == high else "")
-
-
 def _card(claim: str, effect: str, seeds: int, delta: float | None, verdict: str, unit: str = "seed",
           why: str = "") -> dict:
     """One scorecard row; a verdict not resolved for a reason (`why`, too few seeds) says so."""
@@ -274,11 +267,3 @@ def scorecard(downstream: pd.DataFrame, overhead: pd.DataFrame, delta: float = D
             rows.append(_card(claim, "not measured: no B2 timing of such an arm", 0, target,
                               stats.NOT_RESOLVED))
     return rows
-
-
-def scorecard_table(rows: list[dict]) -> pd.DataFrame:
-    """Scorecard rows as a table with readable column names (and the margin, where one was used)."""
-    table = pd.DataFrame(list(rows), columns=list(SCORECARD_KEYS))
-    if table["delta"].notna().any():
-        table["Margin"] = table["delta"].map(lambda d: "" if d is None or pd.isna(d) else f"{d:g}")
-    return table.drop(columns="delta").rename(columns=SCORECARD_COLUMNS)
