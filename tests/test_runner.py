@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -12,9 +13,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from jupyter_client.manager import AsyncKernelManager
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from mlmlib.runs import plans
+from mlmlib.runs import plans, runner
 from mlmlib.runs.plans import PlanError, load_plan
 
 BODY = """
@@ -312,3 +314,30 @@ def test_unknown_or_unsafe_profiles_are_refused(project):
         out = _cli(root, *args)
         assert out.returncode == 2 and "profile" in out.stderr, args
     assert not (root.parent / "x").exists()
+
+
+# ---------------------------------------------------------------- kernel shutdown
+
+
+@pytest.mark.parametrize("manager, signals_at_shutdown", [
+    (runner.QuietShutdownKernelManager, 0),
+    (AsyncKernelManager, 1),  # jupyter_client's own: the SIGINT that logged an ERROR line
+])
+def test_runner_kernels_are_not_interrupted_on_shutdown(monkeypatch, manager, signals_at_shutdown):
+    sent = []
+
+    async def record_signal(self, signum):
+        sent.append(signum)
+
+    monkeypatch.setattr(manager, "_async_signal_kernel", record_signal)
+
+    async def start_interrupt_shutdown():
+        km = manager(kernel_name=runner.KERNEL, transport="ipc")
+        await km.start_kernel()
+        try:
+            await km.interrupt_kernel()  # asked for: still sent
+        finally:
+            await km.shutdown_kernel()
+
+    asyncio.run(start_interrupt_shutdown())
+    assert sent == [signal.SIGINT] * (1 + signals_at_shutdown)

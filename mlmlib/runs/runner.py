@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
+from jupyter_client.manager import AsyncKernelManager
 from traitlets.config import Config
 
 from mlmlib.atomic import remove_dead_temps, temp_name, without_nan, write_json
@@ -33,6 +34,22 @@ KERNEL = os.environ.get("MLMLIB_KERNEL", "mlmlib")
 # network, and the kernel has no reason to warn about unencrypted TCP on every run.
 KERNEL_CONFIG = Config({"KernelManager": {"transport": "ipc"}})
 HEARTBEAT_S = 30
+
+
+class QuietShutdownKernelManager(AsyncKernelManager):
+    """A kernel manager that does not interrupt (SIGINT) a kernel it is shutting down.
+
+    jupyter_client interrupts every kernel before its shutdown request; a kernel caught while it
+    still handles a message then logs "KeyboardInterrupt caught in kernel" as an ERROR on the
+    runner's console. The runner shuts a kernel down only once its cells have finished or timed
+    out, and the shutdown request (then SIGTERM, then SIGKILL) still stops a busy one, so the
+    interrupt adds nothing there. `interrupt_kernel()` itself still interrupts.
+    """
+
+    async def _async_interrupt_kernel(self) -> None:
+        if not self.shutting_down:
+            await super()._async_interrupt_kernel()
+
 FAILED = "_failed"
 SUPERSEDED = "_superseded"  # records of runs whose latest rerun failed
 LOGS = "_logs"
@@ -185,7 +202,7 @@ def _execute(profile: str, run: Run, key: str, version: str, log=print) -> None:
                 parameters=params, kernel_name=KERNEL, cwd=str(notebooks_dir()),
                 execution_timeout=run.timeout, progress_bar=False, log_output=False,
                 stdout_file=log_file, stderr_file=log_file, report_mode=False,
-                config=KERNEL_CONFIG,
+                config=KERNEL_CONFIG, kernel_manager_class=QuietShutdownKernelManager,
             )
         metrics = records.read_metrics(folder)
         _tidy_for_the_book(tmp_nb)
