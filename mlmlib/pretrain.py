@@ -487,7 +487,7 @@ def pretrain(
                 and time.perf_counter() - last_print >= PROGRESS_EVERY_S:
             # between log steps of a long window: a short sign of life for batch logs
             rate = window_tokens / max(time.perf_counter() - t_window, 1e-9)
-            print(f"step {step}/{config.steps} | loss {float(loss):.4f} | tok/s {rate:.0f}", flush=True)
+            print(f"step {step}/{config.steps} | loss {float(loss.detach()):.4f} | tok/s {rate:.0f}", flush=True)
             last_print = time.perf_counter()
         # with a checkpoint_dir the final state is always saved: a rerun returns at once
         ckpt_now = checkpoint_dir is not None and (

@@ -9,7 +9,9 @@ import re
 import nbformat
 import pytest
 import torch
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
+from mlmlib.data.content_words import content_words, inflect
 from mlmlib.data.synonyms import SynonymTable, load_synonyms
 from mlmlib.finetune import FinetuneConfig
 from mlmlib.models import ModelSize, electra
@@ -57,19 +59,80 @@ def test_vector_neighbour_table_drops_heldout_pairs(wordnet_vocab):
 def test_synonym_substitution_uses_only_heldout_synonyms_and_keeps_labels(wordnet):
     _, heldout = wordnet.split(0.7, seed=0)
     texts = ["The big dog ran quickly to the large house.", "A good film, well acted and very funny!",
-             "Nothing here", "She bought a car and drove it home"]
-    labels = [1, 0, 1, 0]
+             "Nothing here", "She bought a car and drove it home", "The soldiers ate their dinner"]
+    labels = [1, 0, 1, 0, 1]
     sub = tn.synonym_test_set(texts, labels, heldout, rate=1.0, seed=3)
     assert sub.label == labels
     assert sum(sub.n_substituted) > 0
     for old, new, n in zip(texts, sub.text, sub.n_substituted):
         a, b = re.findall(r"[A-Za-z]+", old), re.findall(r"[A-Za-z]+", new)
         assert len(a) == len(b)
-        changed = [(x.lower(), y.lower()) for x, y in zip(a, b) if x != y]
+        articles = {"a", "an"}  # "a" becomes "an" before a vowel
+        changed = [(x, y) for x, y in zip(a, b) if x != y and {x.lower(), y.lower()} != articles]
         assert len(changed) == n
-        assert all(heldout.is_synonym(x, y) for x, y in changed)
+        for x, y in changed:  # a held-out synonym of the word's lemma, same POS, same inflection
+            (word,) = content_words(x, heldout, unambiguous=True)
+            assert y in {inflect(s, word.tag) for s in heldout.synonyms(word.lemma, word.pos)}
+            assert x.lower() not in ENGLISH_STOP_WORDS
     again = tn.synonym_test_set(texts, labels, heldout, rate=1.0, seed=3)
     assert again.text == sub.text  # same seed, same test set
+
+
+# WordNet's pairs behind the bad swaps: "a" -> adenine, "in" -> indium, "can" -> ass,
+# "not" -> non. Each is a stop word, and none of these senses is the one in the text.
+STOP_WORD_PAIRS = [("n", ["a", "adenine", "ampere"]), ("n", ["in", "indium"]), ("n", ["can", "ass"]),
+                   ("r", ["not", "non"])]
+
+
+@pytest.mark.parametrize("pos_rule", tn.SUBSTITUTION_POS)
+def test_substitution_skips_stop_words_and_swaps_content_words(pos_rule):
+    table = SynonymTable.from_synsets([*STOP_WORD_PAIRS, ("n", ["dog", "hound"])])
+    texts = ["I can not keep a dog in a flat", "Two dogs can not stay in", "A can of beans"]
+    sub = tn.synonym_test_set(texts, [0, 1, 0], table, rate=1.0, pos_rule=pos_rule)
+    assert sub.text == ["I can not keep a hound in a flat", "Two hounds can not stay in",
+                        "A can of beans"]
+    assert sub.n_substituted == [1, 1, 0]
+
+
+def test_substitution_needs_a_synonym_of_the_words_part_of_speech():
+    table = SynonymTable.from_synsets([("n", ["cook", "chef"]), ("v", ["cook", "fix"]),
+                                       ("n", ["drove", "herd"]), ("v", ["drive", "ride"]),
+                                       ("v", ["smile", "beam"])])
+    texts = ["I will cook dinner", "The cook smiled", "They drove the van"]
+    guessed = tn.synonym_test_set(texts, [0] * 3, table, rate=1.0, pos_rule="guessed")
+    assert guessed.text[:2] == ["I will fix dinner", "The chef beamed"]
+    # "cook" is a noun and a verb, "drove" a noun or the past of "drive": no swap without a guess
+    sure = tn.synonym_test_set(texts, [0] * 3, table, rate=1.0, pos_rule="unambiguous")
+    assert sure.text == ["I will cook dinner", "The cook beamed", "They drove the van"]
+
+
+def test_swap_word_keeps_the_article_right():
+    assert tn.swap_word("She bought a car.", 13, 16, "auto") == "She bought an auto."
+    assert tn.swap_word("An auto", 3, 7, "car") == "A car"
+    assert tn.swap_word("a big car", 6, 9, "auto") == "a big auto"  # not right before: unchanged
+
+
+def test_substitution_samples_show_fragment_word_substitute_and_pos():
+    table = SynonymTable.from_synsets([("n", ["dog", "hound"]), ("a", ["big", "large"])])
+    texts = ["Yesterday my neighbour said that the big dog of the farm ran off again", "nothing"]
+    sub = tn.synonym_test_set(texts, [0, 1], table, rate=1.0)
+    assert sub.samples == [{"fragment": "... neighbour said that the big dog of the farm ...",
+                            "word": "big", "substitute": "large", "pos": "adjective"}]
+    with pytest.raises(ValueError, match="substitution_pos must be one of"):
+        tn.synonym_test_set(texts, [0, 1], table, pos_rule="any")
+
+
+def test_prepare_task_keeps_sample_substitutions(wordnet):
+    from mlmlib.tokenize import load_tokenizer
+
+    _, heldout = wordnet.split(0.7, seed=0)
+    task = tn.prepare_task("amazon-food", load_tokenizer("embedded-wordpiece-8k"), heldout,
+                           max_length=16, max_train=8, max_eval=30)
+    assert 0 < len(task.samples) <= tn.SAMPLES_PER_TASK
+    assert all(r.keys() == {"task", "fragment", "word", "substitute", "pos"} for r in task.samples)
+    assert all(r["word"] in r["fragment"] and r["word"].lower() not in ENGLISH_STOP_WORDS
+               for r in task.samples)
+    assert task.info["substituted_per_example"] > 0
 
 
 # --------------------------------------------------------------- the wiring, on real steps
@@ -325,6 +388,7 @@ def test_run_arms_checks_its_input_before_training(change, message):
     ({"finetune_seeds": []}, "parameter finetune_seeds"),
     ({"pooling": "max"}, "parameter pooling"),
     ({"squad": True}, "parameter squad"),
+    ({"substitution_pos": "all"}, "parameter substitution_pos"),
 ])
 def test_b1_parameters_are_checked_at_once(change, message):
     kwargs = {"arms": ["electra/none", "electra/shield"], "tasks": ["amazon-food", "sst2"],

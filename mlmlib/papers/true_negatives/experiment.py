@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from mlmlib.data.content_words import POS_WORDS, content_words, fragment, synonym_replacement
 from mlmlib.data.synonyms import SynonymTable, load_synonyms
 from mlmlib.data.vectors import ALIASES, EMBEDDED_VECTORS, GENSIM_VECTORS
 from mlmlib.finetune import FinetuneConfig, evaluate, finetune
@@ -462,7 +463,9 @@ def history_rows(result: ArmResult, seed: int) -> list[dict]:
 # --------------------------------------------------------------------------- robustness
 
 
-_WORD = re.compile(r"[A-Za-z]+")
+# Reconstructed: which words the robustness test may swap (the paper does not say).
+SUBSTITUTION_POS = ("unambiguous", "guessed")
+SAMPLES_PER_TASK = 10
 
 
 @dataclass
@@ -472,39 +475,57 @@ class Substitution:
     text: list[str]
     label: list[int]
     n_substituted: list[int]
-    pairs: list[tuple[str, str]]  # (original word, lower-cased; substitute)
+    samples: list[dict]  # the first swap of each changed text: fragment, word, substitute, pos
+
+
+def check_substitution_pos(pos_rule: str) -> None:
+    """The word-choice rule of the robustness test must be one of SUBSTITUTION_POS."""
+    if pos_rule not in SUBSTITUTION_POS:
+        raise ValueError(f"parameter substitution_pos must be one of {SUBSTITUTION_POS}, got {pos_rule!r}")
+
+
+def swap_word(text: str, start: int, end: int, new: str) -> str:
+    """Text with characters [start, end) replaced; an "a"/"an" just before follows the new word."""
+    article = "an" if new[:1].lower() in "aeiou" else "a"  # by the letter: "a hour" stays wrong
+    before = re.sub(r"\b([Aa])n?(\s+)$", lambda m: m[1] + article[1:] + m[2], text[:start])
+    return before + new + text[end:]
 
 
 def synonym_test_set(texts: Sequence[str], labels: Sequence[int], table: SynonymTable, *,
-                     rate: float = 0.5, seed: int = 0) -> Substitution:
-    """Replace each word that has a synonym in `table` with one of them, with probability `rate`.
+                     rate: float = 0.5, seed: int = 0, pos_rule: str = "unambiguous") -> Substitution:
+    """Swap each content word for a held-out synonym of its part of speech, with probability `rate`.
 
-    Only synonyms from `table` (the held-out WordNet part) are used; labels are kept. One
-    seeded generator: same seed, same test set.
+    Content words are nouns, verbs and adjectives, never stop words (`content_words`). The
+    synonym shares a synset of `table` (the held-out WordNet part) with the word's lemma under
+    the word's part of speech and takes the word's inflection. pos_rule "unambiguous" swaps
+    only words that WordNet lists under one part of speech; "guessed" also words whose part of
+    speech context cues guess (paper A's rule). Labels are kept; same seed, same test set.
     """
     if not 0.0 < rate <= 1.0:
         raise ValueError(f"rate must be in (0, 1], got {rate!r}")
     if len(texts) != len(labels):
         raise ValueError(f"texts and labels differ in length: {len(texts)} vs {len(labels)}")
+    check_substitution_pos(pos_rule)
     rng = np.random.default_rng(seed)
-    out, counts, pairs = [], [], []
+    out, counts, samples = [], [], []
     for text in texts:
-        changed = 0
-
-        def swap(match: re.Match) -> str:
-            nonlocal changed
-            word = match.group(0)
-            options = sorted(table.synonyms(word.lower()))
-            if not options or rng.random() >= rate:
-                return word
-            new = options[int(rng.integers(len(options)))]
-            changed += 1
-            pairs.append((word.lower(), new))
-            return new.capitalize() if word[:1].isupper() else new
-
-        out.append(_WORD.sub(swap, text))
-        counts.append(changed)
-    return Substitution(out, [int(v) for v in labels], counts, pairs)
+        swaps = []
+        for word in content_words(text, table, unambiguous=pos_rule == "unambiguous"):
+            if rng.random() >= rate:
+                continue
+            new = synonym_replacement(word, table, rng)
+            if new is not None:
+                swaps.append((word, new))
+        changed = text
+        for word, new in reversed(swaps):  # from the end: earlier spans keep their offsets
+            changed = swap_word(changed, word.start, word.end, new)
+        if swaps:
+            word, new = swaps[0]
+            samples.append({"fragment": fragment(text, word.start, word.end), "word": word.text,
+                            "substitute": new, "pos": POS_WORDS[word.pos]})
+        out.append(changed)
+        counts.append(len(swaps))
+    return Substitution(out, [int(v) for v in labels], counts, samples)
 
 
 # --------------------------------------------------------------------------- downstream
@@ -521,6 +542,7 @@ class TaskData:
     test: dict
     test_synonyms: dict
     info: dict
+    samples: list[dict] = field(default_factory=list)  # sample swaps of the synonym test set
 
 
 def _subset(split, n: int | None, rng: np.random.Generator):
@@ -532,7 +554,8 @@ def _subset(split, n: int | None, rng: np.random.Generator):
 
 def prepare_task(name: str, tokenizer, heldout: SynonymTable, *, max_length: int = 64,
                  max_train: int | None = None, max_eval: int | None = None,
-                 substitution_rate: float = 0.5, seed: int = 0, **load_kwargs) -> TaskData:
+                 substitution_rate: float = 0.5, substitution_pos: str = "unambiguous", seed: int = 0,
+                 **load_kwargs) -> TaskData:
     """Load a task, subsample it (seeded), encode it and build its held-out-synonym test set.
 
     Tasks without test labels (GLUE) are tested on their validation split, and 10% of their
@@ -550,23 +573,25 @@ def prepare_task(name: str, tokenizer, heldout: SynonymTable, *, max_length: int
     validation = _subset(data["validation"], max_eval, rng)
     test = _subset(data["test"], max_eval, rng)
     test = {k: list(test[k]) for k in ("text", "text_pair", "label") if k in test.column_names}
-    sub = synonym_test_set(test["text"], test["label"], heldout, rate=substitution_rate, seed=seed)
+    sub = synonym_test_set(test["text"], test["label"], heldout, rate=substitution_rate, seed=seed,
+                           pos_rule=substitution_pos)
     substituted = {"text": sub.text, "label": sub.label}
     n_sub = np.asarray(sub.n_substituted)
     if "text_pair" in test:  # both texts of a pair get substitutions
-        other = synonym_test_set(test["text_pair"], test["label"], heldout,
-                                 rate=substitution_rate, seed=seed + 1)
+        other = synonym_test_set(test["text_pair"], test["label"], heldout, rate=substitution_rate,
+                                 seed=seed + 1, pos_rule=substitution_pos)
         substituted["text_pair"] = other.text
         n_sub = n_sub + np.asarray(other.n_substituted)
     info = {"task": name, "train": len(train), "validation": len(validation), "test": len(test["label"]),
             "majority_accuracy": class_prior(test["label"]),
             "substituted_per_example": float(n_sub.mean()),
-            "examples_changed": float((n_sub > 0).mean()),
-            "example_pairs": [list(p) for p in sub.pairs[:10]]}
+            "examples_changed": float((n_sub > 0).mean())}
+    samples = [{"task": name, **row} for row in sub.samples[:SAMPLES_PER_TASK]]
     return TaskData(
         name, data["train"].features["label"].num_classes,
         encode_split(tokenizer, train, max_length), encode_split(tokenizer, validation, max_length),
-        encode_split(tokenizer, test, max_length), encode_split(tokenizer, substituted, max_length), info)
+        encode_split(tokenizer, test, max_length), encode_split(tokenizer, substituted, max_length), info,
+        samples)
 
 
 def finetune_and_test(model: torch.nn.Module | None, size: ModelSize, task: TaskData,
@@ -620,7 +645,8 @@ def check_pooling(pooling: str) -> None:
 
 
 def check_parameters(arms: Sequence[str], tasks: Sequence[str], finetune_seeds: Sequence[int], *,
-                     pooling: str = "mean", squad: bool = False) -> None:
+                     pooling: str = "mean", squad: bool = False,
+                     substitution_pos: str = "unambiguous") -> None:
     """Fail at once, naming B1's parameter, on lists and choices that B1 cannot run."""
     from mlmlib.data.tasks import EMBEDDED_TASKS, HUB_TASKS
 
@@ -630,6 +656,7 @@ def check_parameters(arms: Sequence[str], tasks: Sequence[str], finetune_seeds: 
     if unknown:
         raise ValueError(f"parameter tasks: unknown {unknown}; known tasks: {', '.join(known)}")
     check_pooling(pooling)
+    check_substitution_pos(substitution_pos)
     if squad:
         raise ValueError("parameter squad=True: SQuAD is not implemented (mlmlib.finetune has no "
                          "question-answering head); set squad = False")
