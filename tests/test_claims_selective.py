@@ -47,6 +47,11 @@ def test_paired_against_empty():
     assert claims.paired_against([]) == []
 
 
+def test_an_arm_run_twice_for_a_seed_is_refused():
+    with pytest.raises(ValueError, match="arm 'random' .* ran more than once for seed 0"):
+        claims.paired_against(RANDOM + RANDOM[:1])
+
+
 # ---------------------------------------------------------------- selective_claims
 
 
@@ -92,13 +97,52 @@ def test_classifiers_at_the_majority_class_resolve_nothing():
     assert claims.selective_claims(rows, {})[0]["verdict"] == stats.NOT_RESOLVED
 
 
-def test_metric_is_compared_but_learned_is_judged_on_accuracy():
+def test_the_compared_metric_is_also_the_one_judged_against_its_prior():
     f1_up = [0.60, 0.61, 0.62, 0.60]
     rows = (arm("random", [0.8] * 4, f1=[0.50, 0.52, 0.51, 0.50])
             + arm("step", [0.8] * 4, "v", f1=f1_up))
-    c = claims.selective_claims(rows, PRIORS, metric="f1")[0]
+    c = claims.selective_claims(rows, {"t": 0.45}, metric="f1")[0]  # a macro-F1 prior
     assert c["effect"] == pytest.approx(0.1) and c["verdict"] == stats.REPRODUCED
-    assert claims.selective_claims(rows, {"t": 0.8}, metric="f1")[0]["verdict"] == stats.NOT_RESOLVED
+    assert c["metric"] == "f1" and c["prior"] == 0.45 and "macro-F1" in c["claim"]
+    # accuracy 0.8 would clear a 0.7 prior, but the macro-F1s (0.50 to 0.62) do not
+    assert claims.selective_claims(rows, {"t": 0.7}, metric="f1")[0]["verdict"] == stats.NOT_RESOLVED
+
+
+def test_each_task_is_judged_against_its_own_majority_class():
+    # sentiment learned (0.80 over a 0.50 prior); hate speech at its prior (0.93 accuracy)
+    sentiment = (arm("random", [0.80, 0.81, 0.80, 0.82], task="sst2")
+                 + arm("step", [0.84, 0.85, 0.85, 0.86], "v", task="sst2"))
+    hate = (arm("random", [0.93] * 4, task="hate", f1=[0.48] * 4)
+            + arm("step", [0.935, 0.94, 0.94, 0.935], "v", task="hate", f1=[0.49, 0.50, 0.50, 0.49]))
+    rows = sentiment + hate
+    runs = pd.DataFrame([{"task": "sst2", "majority_accuracy": 0.5, "majority_f1": 0.33},
+                         {"task": "hate", "majority_accuracy": 0.93, "majority_f1": 0.482}])
+    priors = claims.task_priors(runs)
+    assert priors == {"sst2": 0.5, "hate": 0.93}  # each task its own, never their mean
+    learned = claims.learned_groups(rows, priors, ["random", "step"])
+    assert learned == {("sst2", "few"): True, ("hate", "few"): False}
+    table = claims.selective_claims(rows, priors)
+    assert only(table, task="sst2")["verdict"] == stats.REPRODUCED
+    assert only(table, task="hate")["verdict"] == stats.NOT_RESOLVED
+    # the hate speech claim on macro-F1, against the majority class's macro-F1 (0.482)
+    metrics = {"hate": "f1"}
+    priors = claims.task_priors(runs, "accuracy", metrics)
+    assert priors == {"sst2": 0.5, "hate": 0.482}
+    table = claims.selective_claims(rows, priors, task_metrics=metrics)
+    hate_claim, sst2_claim = only(table, task="hate"), only(table, task="sst2")
+    assert hate_claim["metric"] == "f1" and sst2_claim["metric"] == "accuracy"
+    assert not hate_claim["learned"] and hate_claim["verdict"] == stats.NOT_RESOLVED  # 0.50 < 0.502
+    assert hate_claim["effect"] == pytest.approx(0.015)
+    (card,) = [r for r in claims.scorecard(table) if r["claim"].endswith("hate")]
+    assert card["effect"].startswith("test macro-F1, step - random = 0.015")
+    assert "no compared classifier beats the majority class (0.482 macro-F1)" in card["effect"]
+
+
+def test_bad_metrics_are_named():
+    with pytest.raises(ValueError, match="metric must be one of"):
+        claims.paired_against(RANDOM, metric="auc")
+    with pytest.raises(ValueError, match="task_metrics"):
+        claims.selective_claims(RANDOM, PRIORS, task_metrics={"t": "auc"})
 
 
 def test_no_reference_arm_gives_unpaired_not_resolved():
@@ -190,6 +234,22 @@ def test_task_priors():
                          {"task": "b", "majority_accuracy": 0.9}])
     assert claims.task_priors(runs) == {"a": pytest.approx(0.6), "b": pytest.approx(0.9)}
     assert claims.task_priors(pd.DataFrame()) == {}
+    # records without a macro-F1 prior (older runs): no prior, so nothing counts as learned
+    assert claims.task_priors(runs, "f1") == {}
+    assert claims.task_priors(runs, "accuracy", {"b": "f1"}) == {"a": pytest.approx(0.6)}
+
+
+def test_list_size_sweep():
+    def sized(name, accuracies, size):
+        label = "vader" if size == 0 else f"vader, {size} words"
+        return [r | {"lexicon": "vader", "list_size": size} for r in arm(name, accuracies, label)]
+
+    rows = (RANDOM + sized("exponential", [0.75, 0.76, 0.80, 0.75], 100)
+            + sized("exponential", [0.70, 0.72, 0.74, 0.71], 0) + sized("step", [0.8] * 4, 100))
+    sweep = claims.list_size_sweep(rows)
+    assert [(r["arm"], r["list_size"]) for r in sweep] == [("exponential", 100), ("exponential", 0)]
+    assert sweep[0]["diff_vs_random"] == pytest.approx(0.0475) and sweep[1]["diff_vs_random"] == 0
+    assert claims.list_size_sweep(RANDOM + sized("step", [0.8] * 4, 100)) == []  # one size: no sweep
 
 
 # ---------------------------------------------------------------- scorecard
@@ -222,12 +282,12 @@ def test_scorecard_one_row_per_comparison():
 
 def test_scorecard_says_why_a_comparison_is_not_judged():
     chance = arm("random", [0.700, 0.705, 0.700, 0.700]) + arm("step", [0.710, 0.716, 0.712, 0.711], "v")
-    (row,) = check_card(claims.scorecard(claims.selective_claims(chance, {"t": 0.7}), priors={"t": 0.7}))
+    (row,) = check_card(claims.scorecard(claims.selective_claims(chance, {"t": 0.7})))
     assert row["verdict"] == stats.NOT_RESOLVED
-    assert "not judged: no compared classifier beats the majority class (0.700)" in row["effect"]
+    assert "not judged: no compared classifier beats the majority class (0.700 accuracy)" in row["effect"]
     assert "paired seeds" not in row["effect"]  # four seeds: enough
     few_at_chance = arm("random", [0.700, 0.705]) + arm("step", [0.710, 0.716], "v")
-    (row,) = claims.scorecard(claims.selective_claims(few_at_chance, {"t": 0.7}), priors={"t": 0.7})
+    (row,) = claims.scorecard(claims.selective_claims(few_at_chance, {"t": 0.7}))
     assert row["effect"].count("not judged") == 1
     assert row["effect"].endswith("by 0.02; 2 paired seeds, a verdict needs 3")
     few = arm("random", [0.70, 0.72]) + arm("exponential", [0.80, 0.83], "vader")

@@ -207,6 +207,22 @@ def test_word_lists_signs():
     assert "good" not in profanity
 
 
+def test_word_list_sample_is_seeded_and_sized():
+    from mlmlib.data.wordlists import sample_words
+
+    words = list(load_word_list("bing"))
+    sample = sample_words(words, 50, seed=1)
+    assert len(sample) == 50 == len(set(sample)) and set(sample) <= set(words)
+    assert sample_words(reversed(words), 50, seed=1) == sample  # the set and the seed decide
+    assert sample_words(words, 50, seed=2) != sample
+    assert sample_words(words, 0, seed=1) == sorted(set(words))  # 0: the whole list
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="size must be an int >= 0"):
+            sample_words(words, bad)
+    with pytest.raises(ValueError, match=f"size={len(words) + 1} is more than the {len(words)} words"):
+        sample_words(words, len(words) + 1)
+
+
 # ---------------------------------------------------------------- tokenizer
 
 
@@ -330,10 +346,15 @@ def test_hub_task_is_normalised(monkeypatch):
     assert data["train"].column_names == ["text", "text_pair", "label"]
     assert data["train"].features["label"].names == ["entailment", "neutral", "contradiction"]
 
-    imdb = DatasetDict({s: Dataset.from_dict({"text": ["a", "b"] * 10, "label": [0, 1] * 10})
-                        for s in ("train", "test", "unsupervised")})
-    monkeypatch.setattr(tasks, "load_hub_dataset", lambda *a, **k: imdb)
+    # IMDb as the hub has it (paper C's second sentiment task): neg/pos, an unlabelled split
+    sentiment = Features({"text": Value("string"), "label": ClassLabel(names=["neg", "pos"])})
+    imdb = DatasetDict({s: Dataset.from_dict({"text": ["a", "b"] * 10, "label": [0, 1] * 10},
+                                             features=sentiment) for s in ("train", "test")})
+    imdb["unsupervised"] = Dataset.from_dict({"text": ["c"] * 4, "label": [-1] * 4})
+    asked = []
+    monkeypatch.setattr(tasks, "load_hub_dataset", lambda *a, **k: asked.append(a) or imdb)
     data = load_task("imdb")
+    assert asked[0][2:] == ("stanfordnlp/imdb", None)
     assert set(data) == {"train", "validation", "test"}  # validation carved from train
     assert len(data["train"]) + len(data["validation"]) == 20
-    assert isinstance(data["test"].features["label"], ClassLabel)
+    assert data["test"].features["label"].names == ["neg", "pos"]

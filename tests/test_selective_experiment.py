@@ -157,7 +157,8 @@ def test_few_label_indices_stratified_and_seeded():
     ({"word_list": "emoji"}, "word_list must be one of"),
     ({"count_match": "cubic"}, "count_match must be one of"),
     ({"score_method": "mean"}, "score_method must be one of"),
-    ({"list_size": -1}, "list_size"),
+    ({"word_list_size": -1}, "word_list_size"),
+    ({"word_list_size": 2.5}, "word_list_size"),
 ])
 def test_bad_config(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -189,7 +190,46 @@ def test_bad_word_lists(corpus, vectors):
         se.small_word_list({"qqq": 1.0, "zzz": -1.0}, 0, vectors)
     with pytest.raises(ValueError, match="word_list is empty"):
         se.small_word_list({}, 0, vectors)
-    assert se.small_word_list({"bad": -3.0, "good": 1.0, "qqq": 4.0}, 1, vectors) == ["bad"]
+    with pytest.raises(ValueError, match="word_list_size=3 is more than the 2 words"):
+        se.small_word_list({"bad": -3.0, "good": 1.0, "qqq": 4.0}, 3, vectors)
+    with pytest.raises(ValueError, match="word_list_size must be an int >= 0"):
+        se.small_word_list({"bad": -3.0, "good": 1.0}, -1, vectors)
+
+
+def test_word_list_sample_is_drawn_from_the_seed(vectors):
+    lexicon = {w: 1.0 for w in [*WORDS, "qqq"]}  # "qqq" has no vector: never drawn
+    whole = se.small_word_list(lexicon, 0, vectors, seed=3)
+    assert sorted(whole) == sorted(WORDS)  # 0: every word with a vector
+    sample = se.small_word_list(lexicon, 5, vectors, seed=3)
+    assert len(sample) == 5 == len(set(sample)) and set(sample) <= set(WORDS)
+    assert se.small_word_list(lexicon, 5, vectors, seed=3) == sample  # the same seed, the same list
+    draws = {tuple(se.small_word_list(lexicon, 5, vectors, seed=s)) for s in range(6)}
+    assert len(draws) > 1  # other seeds, other samples
+
+
+def test_score_corpus_uses_the_config_sample(corpus, vectors, monkeypatch):
+    from mlmlib import data
+
+    monkeypatch.setattr(data, "load_word_list", lambda name: {w: 1.0 for w in WORDS[:10]})
+    config = se.MaskingConfig(word_list_size=4, word_list_seed=7)
+    scores, words = se.score_corpus(corpus, config, vectors)
+    assert words == se.small_word_list({w: 1.0 for w in WORDS[:10]}, 4, vectors, seed=7)
+    assert scores.list_found == 4
+    assert config.list_label == "vader, 4 words" and se.MaskingConfig().list_label == "vader"
+
+
+def test_majority_scores_match_sklearn():
+    from sklearn.metrics import accuracy_score, f1_score
+
+    labels = np.array([1, 1, 1, 0, 1, 2, 1, 1])  # majority class 1: 6 of 8
+    always = np.ones_like(labels)
+    got = se.majority_scores(labels)
+    assert got["majority_accuracy"] == pytest.approx(accuracy_score(labels, always)) == 0.75
+    assert got["majority_f1"] == pytest.approx(f1_score(labels, always, average="macro", zero_division=0))
+    assert got["majority_f1"] == pytest.approx(2 * 0.75 / 1.75 / 3)  # one class of three scores
+    # the hate speech task's shape: 93% one class; its accuracy says 0.93, its macro-F1 under 0.5
+    skewed = se.majority_scores([0] * 93 + [1] * 7)
+    assert skewed["majority_accuracy"] == pytest.approx(0.93) and skewed["majority_f1"] < 0.5
 
 
 def test_run_arms_scratch_is_fresh_and_none_is_the_base(corpus, tokenizer, monkeypatch):
@@ -226,14 +266,15 @@ def test_run_arms_scratch_is_fresh_and_none_is_the_base(corpus, tokenizer, monke
 
 
 # MaskingConfig fields the notebooks pass a parameter of another name
-PARAM_OF_FIELD = {"list_size": "word_list_size"}
+PARAM_OF_FIELD = {"word_list_seed": "seed"}
 
 
 @pytest.mark.parametrize("notebook, expected", [
     ("C1_task_scores", {"target_rate", "tau", "ratio", "p_min", "p_max", "beta", "score_method",
-                        "vectors", "word_list", "word_list_size"}),
+                        "vectors", "word_list", "word_list_size", "seed"}),
     ("C2_selective_mlm", {"target_rate", "tau", "ratio", "p_min", "p_max", "beta", "score_method",
-                          "vectors", "word_list_size", "count_match", "count_copies", "pooling"}),
+                          "vectors", "word_list_size", "count_match", "count_copies", "pooling",
+                          "seed"}),
 ])
 def test_notebook_defaults_are_the_library_defaults(notebook, expected):
     # the parameters cell repeats the library's defaults so that the page shows them; they must agree

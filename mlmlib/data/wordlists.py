@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
+
+import numpy as np
 
 from mlmlib.data.corpora import embedded_lines
 
@@ -23,6 +26,22 @@ def load_word_list(name: str, words_only: bool = True) -> dict[str, float]:
     if words_only:
         scores = {w: s for w, s in scores.items() if _WORD.match(w)}
     return scores
+
+
+def sample_words(words: Iterable[str], size: int, seed: int = 0) -> list[str]:
+    """`size` of the words drawn without replacement with `seed` (same seed, same sample); 0: all.
+
+    The words are sorted first, so the sample depends on the set of words and the seed only.
+    """
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise ValueError(f"size must be an int >= 0 (0: every word), got {size!r}")
+    pool = sorted(set(words))
+    if size > len(pool):
+        raise ValueError(f"size={size} is more than the {len(pool)} words to draw from")
+    if size == 0:
+        return pool
+    picked = np.random.default_rng(seed).choice(len(pool), size=size, replace=False)
+    return [pool[i] for i in sorted(picked)]
 
 
 @cache

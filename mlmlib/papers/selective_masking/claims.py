@@ -3,8 +3,10 @@
 The paper's claim: every selective function beats random masking at the same rate. Each
 (task, selective arm, word list, label regime) is one comparison with random masking, paired
 by seed; its verdict is `stats.verdict` on the interval of the paired difference, except where
-no compared classifier beats the majority class (then the comparison says nothing about the
-masking: not resolved). `stats.combine` turns the comparisons into the paper's verdict.
+no compared classifier beats its task's majority class (then the comparison says nothing about
+the masking: not resolved). Each task is compared on its own metric (`claim_metric`: macro-F1
+for the hate speech task, whose majority class is about 93% of the tweets) and judged against
+its own majority class on that metric (`task_priors`). `stats.combine` turns the comparisons into the paper's verdict.
 A second table checks that pretraining helps at all: every pretrained arm against `scratch`.
 `scorecard` gives the summary's short rows (SCORECARD_KEYS), worded the same in every profile.
 """
@@ -27,6 +29,13 @@ from mlmlib.stats import (  # noqa: F401 - shared by the three papers, used by t
 # The rows every summary saves under "scorecard": the same keys for every paper.
 # The paper's claim, as the scorecard words it when no comparison was made.
 CLAIM = "Selective masking beats random masking"
+# The test metrics C2 records per row (finetune.evaluate's "f1" is macro-F1), as the page names them
+METRIC_NAMES = {"accuracy": "accuracy", "f1": "macro-F1"}
+# C2's record keys of the majority-class score per metric (experiment.majority_scores)
+PRIOR_KEYS = {"accuracy": "majority_accuracy", "f1": "majority_f1"}
+# Tasks whose claims use another metric than the summary's: always answering "not hate speech"
+# is right on about 93% of the tweets, so accuracy hides a classifier that learned nothing.
+TASK_METRICS = {"tweets-hate-speech": "f1"}
 
 
 def _frame(rows: list[dict]) -> pd.DataFrame:
@@ -37,32 +46,68 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
     return frame
 
 
-def task_priors(runs: pd.DataFrame) -> dict[str, float]:
-    """The majority-class test accuracy C2 recorded (stats.class_prior), per task."""
-    if runs.empty or "majority_accuracy" not in runs:
+def check_metric(metric: str, task_metrics: dict[str, str] | None = None) -> None:
+    """Raise unless `metric` and every value of `task_metrics` is a metric C2 records."""
+    if metric not in METRIC_NAMES:
+        raise ValueError(f"metric must be one of {list(METRIC_NAMES)}, got {metric!r}")
+    bad = {t: m for t, m in (task_metrics or {}).items() if m not in METRIC_NAMES}
+    if bad:
+        raise ValueError(f"task_metrics: {bad} are not metrics; allowed: {list(METRIC_NAMES)}")
+
+
+def claim_metric(task: str, metric: str = "accuracy", task_metrics: dict[str, str] | None = None) -> str:
+    """The metric the claims about `task` use: its entry in `task_metrics`, else `metric`."""
+    return (task_metrics or {}).get(task, metric)
+
+
+def task_priors(runs: pd.DataFrame, metric: str = "accuracy",
+                task_metrics: dict[str, str] | None = None) -> dict[str, float]:
+    """Per task, the majority-class test score C2 recorded on the metric that task's claims use.
+
+    A task whose records lack that score (records older than macro-F1 priors) has no prior.
+    """
+    if runs.empty:
         return {}
     tasks = runs["task"] if "task" in runs else pd.Series("-", index=runs.index)
-    return {str(t): float(v) for t, v in runs.groupby(tasks)["majority_accuracy"].mean().items()}
+    out = {}
+    for task, group in runs.groupby(tasks):
+        key = PRIOR_KEYS[claim_metric(str(task), metric, task_metrics)]
+        values = group[key].dropna() if key in group else pd.Series(dtype=float)
+        if len(values):
+            out[str(task)] = float(values.mean())
+    return out
 
 
 def paired_against(rows: list[dict], reference: str = "random", metric: str = "accuracy",
-                   direction: str = "greater", delta: float | None = None) -> list[dict]:
-    """Each arm minus `reference` over the seeds both ran, per (task, word list, labels); stats rows."""
+                   direction: str = "greater", delta: float | None = None,
+                   task_metrics: dict[str, str] | None = None) -> list[dict]:
+    """Each arm minus `reference` over the seeds both ran, per (task, word list, labels); stats rows.
+
+    Each task is compared on `claim_metric(task, metric, task_metrics)`, named in the row's "metric".
+    """
+    check_metric(metric, task_metrics)
     frame = _frame(rows)
     if frame.empty:
         return []
-    ref = frame[frame["arm"] == reference].set_index(["task", "labels", "seed"])[metric]
+    twice = frame[frame.duplicated(["task", "arm", "word_list", "labels", "seed"], keep=False)]
+    if not twice.empty:
+        first = twice.iloc[0]
+        raise ValueError(f"rows: arm {first['arm']!r} ({first['word_list']}) ran more than once for "
+                         f"seed {first['seed']} of task {first['task']!r}, {first['labels']} labels; "
+                         "a plan entry that sweeps a setting must leave the shared arms to one entry")
+    ref = frame[frame["arm"] == reference].set_index(["task", "labels", "seed"])
     out = []
     for (task, arm, word_list, regime), group in frame.groupby(["task", "arm", "word_list", "labels"],
                                                                 sort=False):
-        ci = stats.mean_ci(group[metric])
-        row = {"task": task, "arm": arm, "word_list": word_list, "labels": regime, "seeds": ci.n,
-               "mean": ci.mean, "ci_low": ci.low, "ci_high": ci.high}
+        used = claim_metric(task, metric, task_metrics)
+        ci = stats.mean_ci(group[used])
+        row = {"task": task, "arm": arm, "word_list": word_list, "labels": regime, "metric": used,
+               "seeds": ci.n, "mean": ci.mean, "ci_low": ci.low, "ci_high": ci.high}
         if arm != reference:
-            g = group.set_index("seed")[metric]
+            g = group.set_index("seed")[used]
             seeds = [s for s in g.index if (task, regime, s) in ref.index]
             test = stats.paired_test(g.loc[seeds].to_numpy(),
-                                     ref.loc[[(task, regime, s) for s in seeds]].to_numpy())
+                                     ref.loc[[(task, regime, s) for s in seeds], used].to_numpy())
             row |= {f"diff_vs_{reference}": test.diff.mean, "diff_low": test.diff.low,
                     "diff_high": test.diff.high, "paired_seeds": test.diff.n,
                     "t_pvalue": test.t_pvalue, "wilcoxon_pvalue": test.wilcoxon_pvalue,
@@ -72,19 +117,22 @@ def paired_against(rows: list[dict], reference: str = "random", metric: str = "a
 
 
 def learned_groups(rows: list[dict], priors: dict[str, float], arms: list[str],
-                   margin: float = stats.LEARNED_MARGIN) -> dict[tuple[str, str], bool]:
-    """Per (task, label regime): does any of `arms` (mean accuracy over seeds) beat the majority class?
+                   margin: float = stats.LEARNED_MARGIN, metric: str = "accuracy",
+                   task_metrics: dict[str, str] | None = None) -> dict[tuple[str, str], bool]:
+    """Per (task, label regime): does any of `arms` (its mean over seeds) beat the task's majority class?
 
-    Always on accuracy, whatever metric is compared: the prior is an accuracy. A task without
-    a recorded prior counts as not learned.
+    Each task on the metric its claims use, against `priors[task]`, the majority-class score on
+    that metric (`task_priors` with the same metric and task_metrics). A task without a recorded
+    prior counts as not learned.
     """
+    check_metric(metric, task_metrics)
     frame = _frame(rows)
     if frame.empty:
         return {}
     out = {}
     for (task, regime), group in frame.groupby(["task", "labels"], sort=False):
         compared = group[group["arm"].isin(list(arms))]
-        means = compared.groupby(["arm", "word_list"])["accuracy"].mean()
+        means = compared.groupby(["arm", "word_list"])[claim_metric(task, metric, task_metrics)].mean()
         prior = priors.get(task, float("nan"))
         out[(task, regime)] = any(stats.learned(m, prior, margin) for m in means)
     return out
@@ -93,35 +141,63 @@ def learned_groups(rows: list[dict], priors: dict[str, float], arms: list[str],
 def _claim(row: dict, reference: str, text: str, delta: float | None) -> dict:
     """One claim-table row from a `paired_against` row."""
     return {"claim": text, "task": row["task"], "labels": row["labels"], "arm": row["arm"],
-            "word_list": row["word_list"], "effect": row[f"diff_vs_{reference}"],
+            "word_list": row["word_list"], "metric": row["metric"], "effect": row[f"diff_vs_{reference}"],
             "low": row["diff_low"], "high": row["diff_high"], "seeds": row["paired_seeds"],
             "delta": delta, "verdict": row["verdict"]}
 
 
 def selective_claims(rows: list[dict], priors: dict[str, float], reference: str = "random",
-                     metric: str = "accuracy", delta: float | None = None) -> list[dict]:
-    """The claim table: every selective arm against `reference`, one row per (task, word list, labels)."""
-    learned = learned_groups(rows, priors, [reference, *SELECTIVE])
+                     metric: str = "accuracy", delta: float | None = None,
+                     task_metrics: dict[str, str] | None = None) -> list[dict]:
+    """The claim table: every selective arm against `reference`, one row per (task, word list, labels).
+
+    `priors`: per task, its majority-class score on the metric its claims use (`task_priors`).
+    """
+    learned = learned_groups(rows, priors, [reference, *SELECTIVE], metric=metric,
+                             task_metrics=task_metrics)
     out = []
-    for row in paired_against(rows, reference, metric, "greater", delta):
+    for row in paired_against(rows, reference, metric, "greater", delta, task_metrics):
         if row["arm"] not in SELECTIVE:
             continue
-        text = (f"{row['arm']} masking ({row['word_list']}) beats {reference} masking on {metric}, "
-                f"{row['labels']} labels, {row['task']}")
-        claim = _claim(row, reference, text, delta) | {"learned": learned[(row["task"], row["labels"])]}
+        text = (f"{row['arm']} masking ({row['word_list']}) beats {reference} masking on "
+                f"{METRIC_NAMES[row['metric']]}, {row['labels']} labels, {row['task']}")
+        claim = _claim(row, reference, text, delta) | {"learned": learned[(row["task"], row["labels"])],
+                                                       "prior": priors.get(row["task"])}
         if not claim["learned"]:  # equal accuracies of untrained classifiers say nothing about masking
             claim["verdict"] = stats.NOT_RESOLVED
         out.append(claim)
     return out
 
 
-def scratch_claims(rows: list[dict], metric: str = "accuracy", delta: float | None = None) -> list[dict]:
+def scratch_claims(rows: list[dict], metric: str = "accuracy", delta: float | None = None,
+                   task_metrics: dict[str, str] | None = None) -> list[dict]:
     """Every pretrained arm against `scratch` (the encoder never pretrained); [] without a scratch arm."""
     if not any(r["arm"] == "scratch" for r in rows):
         return []
-    return [_claim(row, "scratch", f"{row['arm']} ({row['word_list']}) beats scratch on {metric}, "
-                                   f"{row['labels']} labels, {row['task']}", delta)
-            for row in paired_against(rows, "scratch", metric, "greater", delta) if row["arm"] != "scratch"]
+    return [_claim(row, "scratch", f"{row['arm']} ({row['word_list']}) beats scratch on "
+                                   f"{METRIC_NAMES[row['metric']]}, {row['labels']} labels, {row['task']}",
+                   delta)
+            for row in paired_against(rows, "scratch", metric, "greater", delta, task_metrics)
+            if row["arm"] != "scratch"]
+
+
+def list_size_sweep(rows: list[dict], reference: str = "random", metric: str = "accuracy",
+                    task_metrics: dict[str, str] | None = None) -> list[dict]:
+    """Selective arms minus `reference` by word-list size, where a list ran at more than one size.
+
+    Rows name their list as "vader" or "vader, 100 words" in `word_list`, and carry the lexicon
+    and `list_size` (0: the whole list) beside it; rows without a `list_size` (older records) are
+    left out.
+    """
+    sizes = {r["word_list"]: (r["lexicon"], r["list_size"]) for r in rows
+             if pd.notna(r.get("list_size", float("nan")))}
+    out = []
+    for row in paired_against(rows, reference, metric, "greater", None, task_metrics):
+        if row["arm"] in SELECTIVE and row["word_list"] in sizes:
+            lexicon, size = sizes[row["word_list"]]
+            out.append(row | {"lexicon": lexicon, "list_size": int(size)})
+    counts = Counter((r["task"], r["arm"], r["lexicon"], r["labels"]) for r in out)
+    return [r for r in out if counts[(r["task"], r["arm"], r["lexicon"], r["labels"])] > 1]
 
 
 def conclusion(claims: list[dict], floor: list[dict] = ()) -> tuple[str, str]:
@@ -148,13 +224,13 @@ def conclusion(claims: list[dict], floor: list[dict] = ()) -> tuple[str, str]:
 
 
 
-def scorecard(claims: list[dict], reference: str = "random", metric: str = "accuracy",
-              priors: dict[str, float] | None = None) -> list[dict]:
+def scorecard(claims: list[dict], reference: str = "random") -> list[dict]:
     """Paper C's claim as scorecard rows (SCORECARD_KEYS): one per `selective_claims` comparison.
 
-    `claim` names the arm, word list, label regime and task; `effect` the paired difference with
-    its 95% interval. A comparison whose classifiers are all at chance, or with too few seeds, is
-    not resolved and says why; no comparison at all gives one row, not measured.
+    `claim` names the arm, word list, label regime and task; `effect` the paired difference on
+    the comparison's metric with its 95% interval. A comparison whose classifiers are all at the
+    majority class, or with too few seeds, is not resolved and says why; no comparison at all
+    gives one row, not measured.
     """
     rows = []
     for c in claims:
@@ -162,12 +238,14 @@ def scorecard(claims: list[dict], reference: str = "random", metric: str = "accu
             raise ValueError(f"unknown verdict {c['verdict']!r}; verdicts: {stats.VERDICTS}")
         seeds = int(c["seeds"])
         diff = interval_text(c["effect"], c["low"], c["high"], seeds)
-        effect = f"test {metric}, {c['arm']} - {reference} = {diff}"
+        name = METRIC_NAMES[c["metric"]]
+        effect = f"test {name}, {c['arm']} - {reference} = {diff}"
         reasons = []
         if not c["learned"]:
-            prior = (priors or {}).get(c["task"])
+            prior = c.get("prior")
             reasons.append("no compared classifier beats the majority class"
-                           + (f" ({prior:.3f})" if prior is not None else "") + f" by {stats.LEARNED_MARGIN:g}")
+                           + (f" ({prior:.3f} {name})" if prior is not None else "")
+                           + f" by {stats.LEARNED_MARGIN:g}")
         if c["verdict"] == stats.NOT_RESOLVED and seeds < stats.MIN_SEEDS:
             reasons.append(f"{seeds} paired seed{'s' if seeds != 1 else ''}, a verdict needs {stats.MIN_SEEDS}")
         if reasons:

@@ -5,7 +5,8 @@ The pieces (task scores in `lexicons`, calibrated word probabilities in `selecti
 
 1. `tokenized_corpus`: the task's unlabelled text, tokenized once, each position tagged with the
    id of its whole word in the corpus' word vocabulary.
-2. `score_corpus`: every word type scored against a small task word list with word vectors.
+2. `score_corpus`: every word type scored against a small task word list with word vectors
+   (a sample of the lexicon drawn with a seed, or the whole lexicon).
 3. `prepare_arms`: per-position masking probabilities (N, L) for each arm, calibrated so every
    arm masks the same expected share of tokens; all checks happen here, before any training.
 4. `continued_mlm` per (arm, seed), cached; `finetune_arm` with few and with all labels.
@@ -33,6 +34,7 @@ from mlmlib import cache
 from mlmlib.masking import mask_tokens
 from mlmlib.papers.selective_masking import selective as sel
 from mlmlib.papers.selective_masking.lexicons import SCORE_METHODS, TaskScores, task_scores
+from mlmlib.params import parameter_names
 from mlmlib.tokenize import encode
 
 SELECTIVE = sel.FUNCTIONS  # ("step", "linear", "exponential")
@@ -45,7 +47,8 @@ class MaskingConfig:
     """How the arms score words and mask: the word list, the functions' shapes and the rate."""
 
     word_list: str = "vader"
-    list_size: int = 0           # 0: the whole list; N: its N strongest words (small list)
+    word_list_size: int = 0      # 0: the whole list; N: a sample of N of its words (with a vector)
+    word_list_seed: int = 0      # the seed that draws that sample
     vectors: str = "glove-6b-50d"
     score_method: str = "max"    # "max" or "topk-mean" (lexicons.SCORE_METHODS)
     target_rate: float = 0.20    # the random baseline's rate (the paper: 20%)
@@ -62,8 +65,10 @@ class MaskingConfig:
 
         if self.word_list not in WORD_LISTS:
             raise ValueError(f"word_list must be one of {WORD_LISTS}, got {self.word_list!r}")
-        if not isinstance(self.list_size, int) or self.list_size < 0:
-            raise ValueError(f"list_size must be an int >= 0 (0: the whole list), got {self.list_size!r}")
+        if isinstance(self.word_list_size, bool) or not isinstance(self.word_list_size, int) \
+                or self.word_list_size < 0:
+            raise ValueError("word_list_size must be an int >= 0 (0: the whole list), "
+                             f"got {self.word_list_size!r}")
         if self.score_method not in SCORE_METHODS:
             raise ValueError(f"score_method must be one of {SCORE_METHODS}, got {self.score_method!r}")
         if isinstance(self.target_rate, bool) or not isinstance(self.target_rate, (int, float)) \
@@ -73,6 +78,11 @@ class MaskingConfig:
             raise ValueError(f"count_match must be one of {SELECTIVE}, got {self.count_match!r}")
         if not isinstance(self.count_copies, int) or self.count_copies < 1:
             raise ValueError(f"count_copies must be an int >= 1, got {self.count_copies!r}")
+
+    @property
+    def list_label(self) -> str:
+        """The word list as results name it: "vader", or "vader, 100 words" for a sample."""
+        return self.word_list if not self.word_list_size else f"{self.word_list}, {self.word_list_size} words"
 
     def function_params(self) -> dict:
         """Keyword arguments of `selective.masking_weights`."""
@@ -136,17 +146,21 @@ def tokenized_corpus(tokenizer, texts: list[str], max_length: int = 64) -> Token
     return TokenizedCorpus(data, list(index), word_type, counts)
 
 
-def small_word_list(word_list: dict[str, float], size: int, vectors) -> list[str]:
-    """The `size` strongest list words with a vector (|score|, then frequency rank); 0: all."""
-    # GloVe rows are ordered by corpus frequency: the rank breaks ties (Bing's scores are all +-1)
+def small_word_list(word_list: dict[str, float], size: int, vectors, seed: int = 0) -> list[str]:
+    """A sample of `size` list words with a vector, drawn with `seed` (the paper's small list); 0: all."""
+    from mlmlib.data.wordlists import sample_words
+
     if not word_list:
         raise ValueError("word_list is empty: give at least one task word")
-    index = vectors.index
-    ranked = sorted((w for w in word_list if w in index), key=lambda w: (-abs(word_list[w]), index[w]))
-    if not ranked:
+    with_vector = [w for w in word_list if w in vectors.index]
+    if not with_vector:
         example = list(word_list)[:3]
         raise ValueError(f"word_list: none of its {len(word_list)} words (e.g. {example}) has a vector")
-    return ranked if size == 0 else ranked[:size]
+    if isinstance(size, int) and size > len(with_vector):
+        raise ValueError(f"word_list_size={size} is more than the {len(with_vector)} words of the "
+                         "list that have a vector: give a smaller size, or 0 for the whole list")
+    with parameter_names(size="word_list_size"):
+        return sample_words(with_vector, size, seed)
 
 
 def score_corpus(corpus: TokenizedCorpus, config: MaskingConfig, vectors=None) -> tuple[TaskScores, list[str]]:
@@ -154,7 +168,8 @@ def score_corpus(corpus: TokenizedCorpus, config: MaskingConfig, vectors=None) -
     from mlmlib.data import load_vectors, load_word_list
 
     vectors = vectors if vectors is not None else load_vectors(config.vectors)
-    words = small_word_list(load_word_list(config.word_list), config.list_size, vectors)
+    words = small_word_list(load_word_list(config.word_list), config.word_list_size, vectors,
+                            config.word_list_seed)
     return task_scores(corpus.words, words, vectors, method=config.score_method), words
 
 
@@ -319,6 +334,18 @@ def continued_mlm(base_model, masking: ArmMasking, config, *, mask_id: int, num_
     folder = cache.cached("selective-mlm", key, build, code_of=__name__,
                           expect=(*saved_files(), "history.json"))
     return load_model(folder / "model"), json.loads((folder / "history.json").read_text())
+
+
+def majority_scores(labels) -> dict[str, float]:
+    """Test accuracy and macro-F1 of always answering the majority class: each metric's floor."""
+    from mlmlib.finetune import metrics_from_probs
+
+    labels = np.asarray(labels, dtype=np.int64).ravel()
+    counts = np.bincount(labels)
+    probs = np.zeros((len(labels), max(2, len(counts))))
+    probs[:, counts.argmax()] = 1.0  # the same metric code as every arm's test scores
+    scores = metrics_from_probs(probs, labels)
+    return {"majority_accuracy": scores["accuracy"], "majority_f1": scores["f1"]}
 
 
 def few_label_indices(labels: torch.Tensor, size: int, seed: int) -> torch.Tensor:
