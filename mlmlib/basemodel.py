@@ -1,8 +1,10 @@
-"""A general pretrained BERT: a small one pretrained here on the embedded corpus, or a hub model.
+"""A general pretrained BERT: a small one pretrained here, the shipped MiniLM, or a hub model.
 
 Papers A (real text) and C start from "a pretrained BERT". At paper scale that is
 bert-base-uncased; in the smoke profile it is a small BERT pretrained once on the embedded
 English corpus and cached (mlmlib.cache), so every run and notebook shares the same base.
+`minilm-l6` is all-MiniLM-L6-v2 from an installable package (mlmlib.minilm): a real pretrained
+English encoder offline, with an MLM head fitted here (the training fields below fit the head).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
-from mlmlib import cache
+from mlmlib import cache, minilm
 from mlmlib.models import ModelSize, bert_mlm, load_model, save_model, saved_files
 from mlmlib.pretrain import PretrainConfig, pretrain
 from mlmlib.tokenize import encode, load_tokenizer
@@ -22,7 +24,7 @@ EMBEDDED = "embedded"
 class BaseModelConfig:
     """Which base model: 'embedded' (pretrained here, sizes below) or a hub name."""
 
-    name: str = EMBEDDED            # or e.g. "bert-base-uncased" (needs the network)
+    name: str = EMBEDDED            # or "minilm-l6", or e.g. "bert-base-uncased" (network)
     tokenizer: str = "embedded-wordpiece-8k"
     corpus: str = "embedded-english"
     max_sentences: int = 40000      # corpus sentences used for pretraining
@@ -46,6 +48,14 @@ def encode_corpus(tokenizer, texts: list[str], max_length: int) -> dict:
 
 def pretrained_base(config: BaseModelConfig, progress: bool | None = None):
     """Return (model, tokenizer, history) for the base; the embedded one is built once and cached."""
+    if config.name == minilm.NAME:
+        if config.tokenizer != minilm.NAME:
+            raise ValueError(f"base model {minilm.NAME!r} needs tokenizer={minilm.NAME!r} "
+                             f"(bert-base-uncased's vocabulary), got {config.tokenizer!r}")
+        return minilm.minilm_mlm(minilm.HeadFit(
+            corpus=config.corpus, max_sentences=config.max_sentences, max_length=config.max_length,
+            steps=config.steps, batch_size=config.batch_size, lr=config.lr,
+            mask_rate=config.mask_rate, seed=config.seed), progress=progress)
     tokenizer = load_tokenizer(config.tokenizer)
     if config.name != EMBEDDED:
         return bert_mlm(config.name), tokenizer, []

