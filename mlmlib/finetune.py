@@ -11,6 +11,7 @@ import copy
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -161,8 +162,13 @@ def finetune(
     config: FinetuneConfig,
     *,
     progress: bool | None = None,
+    on_step: Callable[[int, nn.Module, float], None] | None = None,
 ) -> FinetuneResult:
-    """Fine-tune a classifier in place; the best-on-validation weights are restored at the end."""
+    """Fine-tune a classifier in place; the best-on-validation weights are restored at the end.
+
+    on_step(step, model, lr), if given, is called after each optimizer step with the learning rate
+    that step used: a hook to take snapshots along the one schedule of the run.
+    """
     if not isinstance(config, FinetuneConfig):
         raise TypeError("config must be a FinetuneConfig")
     n = check_task_data(train, "train")
@@ -208,9 +214,12 @@ def finetune(
         if config.grad_clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimizer.step()
+        lr = optimizer.param_groups[0]["lr"]
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
+        if on_step is not None:
+            on_step(step, model, lr)
         running += float(loss.detach())
         if bar is not None:
             bar.update(1)

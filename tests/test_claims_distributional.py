@@ -111,6 +111,20 @@ def test_claims_d2_margin_and_fractions():
     assert (tight[tight.claim.str.startswith("D2")].verdict == stats.NOT_RESOLVED).all()
 
 
+def test_frozen_cbow_is_judged_on_its_own_row():
+    # fine-tuned CBOW at scratch's level on B-D1, frozen CBOW well above it
+    both = {**PAPER, "cbow": {**PAPER["cbow"], "B-D1": 0.55},
+            "cbow-frozen": {"A-D1": (0.61, 0.66, 0.71), "B-D1": 0.75, "A-D2": 0.60}}
+    table = claims.claims(synthetic_rows(both))
+    cbow = table[table.claim.str.contains("CBOW")]
+    assert list(cbow.verdict) == [stats.NOT_RESOLVED, stats.REPRODUCED]
+    assert cbow.claim.iloc[1].startswith("Control: frozen CBOW embeddings")
+    card = check_card(claims.scorecard(synthetic_rows(both)))
+    frozen = [r for r in card if r["claim"] == claims.SYNTHETIC_CLAIMS["cbow"] + " (frozen embeddings)"]
+    assert len(frozen) == 1 and frozen[0]["effect"].startswith("B-D1 accuracy: CBOW frozen 0.7")
+    assert frozen[0]["verdict"] == stats.REPRODUCED
+
+
 def test_claims_never_reproduced_without_measurements():
     assert claims.claims(pd.DataFrame()).empty
     assert list(claims.claims(pd.DataFrame()).columns) == claims.COLUMNS
@@ -166,26 +180,60 @@ def cells_of(*recs, **kw):
 
 def test_correlation_cells_reproduced_and_contradicted():
     low = cells_of(a5_record(), a5_record(run="r1", seed=1))
-    assert len(low) == 2 * 3 and set(low.columns) == set(claims.CELL_COLUMNS)
-    assert (low.verdict == stats.REPRODUCED).all() and low.learned.all() and not low.too_few.any()
-    assert claims.overall_verdict(low) == stats.REPRODUCED
+    assert len(low) == 2 * 3 and list(low.columns) == claims.CELL_COLUMNS
+    assert (low.verdict == stats.REPRODUCED).all() and low.judged.all() and not low.too_few.any()
+    assert list(claims.kind_verdicts(low).verdict) == [stats.REPRODUCED]
     row = claims.correlation_claims(low).iloc[0]
     assert row.verdict == stats.REPRODUCED and row.seeds == 2 and "6 judged cells, 6 low" in row.measured
+    assert "our thresholds (parameters; the paper states none)" in row.measured
     high = cells_of(a5_record(), a5_record(run="r1", seed=1, correlated=("ratio 0.5",)))
     assert (high.verdict == stats.CONTRADICTED).sum() == 1
-    assert claims.overall_verdict(high) == stats.CONTRADICTED
+    assert list(claims.kind_verdicts(high).verdict) == [stats.CONTRADICTED]
     assert claims.correlation_claims(high).iloc[0].verdict == stats.CONTRADICTED
 
 
-def test_correlation_cells_not_resolved_with_few_pairs_and_split_by_kind():
-    cells = cells_of(a5_record(n=40, kinds=("word", "short-phrase"), min_examples=25))
+def test_small_cells_are_left_out_not_judged():
+    # 20 pairs per kind < min_n = 30: every cell is too small, so no kind has a judged cell
+    tracked = a5_record(n=40, kinds=("word", "short-phrase"), correlated=("checkpoint 1",), min_examples=10)
+    cells = cells_of(tracked)
     assert sorted(set(cells.kind)) == ["short-phrase", "word"] and (cells.n == 20).all()
-    assert (cells.verdict == stats.NOT_RESOLVED).all() and cells.too_few.all()  # 20 pairs < min_n = 30
-    assert claims.overall_verdict(cells) == stats.NOT_RESOLVED
-    tracked = a5_record(n=40, kinds=("word", "short-phrase"), correlated=("checkpoint 1",))
-    assert (cells_of(tracked).verdict == stats.NOT_RESOLVED).all()
+    assert (cells.verdict == claims.TOO_SMALL).all() and cells.too_few.all() and not cells.judged.any()
+    verdicts = claims.kind_verdicts(cells)
+    assert list(verdicts.verdict) == [stats.NOT_RESOLVED] * 2 and list(verdicts.too_small) == [3, 3]
+    assert "left out: 3 cells with too few perturbed inputs" in claims.correlation_claims(cells).iloc[0].measured
     fewer = cells_of(tracked, min_n=10)
     assert (fewer[fewer.model == "checkpoint 1"].verdict == stats.CONTRADICTED).all()
+    below_run_minimum = cells_of(a5_record(n=120, min_examples=200))  # 120 pairs, but the run asked for 200
+    assert below_run_minimum.too_few.all() and (below_run_minimum.verdict == claims.TOO_SMALL).all()
+
+
+def test_one_verdict_per_task_and_kind():
+    """A small cell no longer decides a verdict, and one kind's contradiction does not flip the other kind."""
+    rng = np.random.default_rng(5)
+    rec = a5_record(n=240, kinds=("word", "long-phrase"), min_examples=30)
+    # long-phrase: checkpoint 1 tracks Delta-distribution (contradicted); word stays low
+    long = np.arange(240) % 2 == 1
+    dd = np.asarray(rec["delta_distribution"]["{x} [MASK]"])
+    rec["delta_pred"]["checkpoint 1"] = np.where(long, dd + 0.05 * rng.random(240), rng.random(240)).tolist()
+    small = a5_record(run="r1", seed=1, n=20, correlated=("checkpoint 1",), min_examples=5)
+    small["task"] = "other"
+    cells = claims.correlation_cells(pd.DataFrame([rec, small]), n_boot=200, priors={"toy": 0.5, "other": 0.5})
+    verdicts = claims.kind_verdicts(cells).set_index(["task", "kind"])
+    assert verdicts.loc[("toy", "word"), "verdict"] == stats.REPRODUCED
+    assert verdicts.loc[("toy", "long-phrase"), "verdict"] == stats.CONTRADICTED
+    assert verdicts.loc[("other", "word"), "verdict"] == stats.NOT_RESOLVED  # 20 pairs: left out, not judged
+    assert verdicts.loc[("other", "word"), "too_small"] == 3 and verdicts.loc[("other", "word"), "judged"] == 0
+    card = check_card(claims.correlation_scorecard(cells))
+    assert [r["verdict"] for r in card] == [stats.NOT_RESOLVED, stats.CONTRADICTED, stats.REPRODUCED]
+    assert card[2]["claim"] == f"{claims.REAL_CLAIM}: toy, word perturbations"
+    assert list(claims.correlation_claims(cells).verdict) == [r["verdict"] for r in card]
+
+
+def test_paper_r_column(monkeypatch):
+    cells = cells_of(a5_record())
+    assert cells.paper_r.isna().all()  # the note reports no r: the column stays blank
+    monkeypatch.setitem(claims.PAPER_R, ("toy", "word", "{x} [MASK]"), 0.12)
+    assert (cells_of(a5_record()).paper_r == 0.12).all()
 
 
 def test_models_at_chance_are_left_out():
@@ -194,8 +242,8 @@ def test_models_at_chance_are_left_out():
     cells = cells_of(rec).set_index("model")
     assert not cells.loc["ratio 0.5", "learned"] and cells.loc["ratio 0.5", "verdict"] == claims.EXCLUDED
     assert cells.loc["checkpoint 1", "learned"]
-    assert claims.overall_verdict(cells.reset_index()) == stats.REPRODUCED
-    assert "left out (not above the majority class on validation): ratio 0.5" in \
+    assert list(claims.kind_verdicts(cells.reset_index()).verdict) == [stats.REPRODUCED]
+    assert "not above the majority class on validation: ratio 0.5" in \
         claims.correlation_claims(cells.reset_index()).iloc[0].measured
     # a stricter margin leaves out checkpoint 1 (0.53) as well
     assert cells_of(rec, margin=0.05).learned.sum() == 1
@@ -205,9 +253,9 @@ def test_no_judged_cell_is_never_reproduced():
     chance = {m: 0.5 for m in ("checkpoint 0.5", "checkpoint 1", "ratio 0.5")}
     cells = cells_of(a5_record(val_accuracy=chance))
     assert not cells.learned.any() and (cells.verdict == claims.EXCLUDED).all()
-    assert claims.overall_verdict(cells) == stats.NOT_RESOLVED
+    assert list(claims.kind_verdicts(cells).verdict) == [stats.NOT_RESOLVED]
     empty = claims.correlation_cells(pd.DataFrame())
-    assert empty.empty and claims.overall_verdict(empty) == stats.NOT_RESOLVED
+    assert empty.empty and claims.kind_verdicts(empty).empty
     row = claims.correlation_claims(empty).iloc[0]
     assert row.verdict == stats.NOT_RESOLVED and row.seeds == 0 and row.interval == "no judged cell"
     assert claims.final_checkpoint_points(pd.DataFrame()).empty
@@ -230,6 +278,8 @@ def test_final_checkpoint_points():
     word = points[points.kind == "word"]
     assert np.allclose(word["Delta-pred"], np.asarray(rec["delta_pred"]["checkpoint 1"])[::2])
     assert np.allclose(word["Delta-distribution"], np.asarray(rec["delta_distribution"]["{x} [MASK]"])[::2])
+    rec["delta_distribution"]["by tag"] = [float("nan")] * 4 + [0.5] * 6  # no tag-matched template for 4
+    assert len(claims.final_checkpoint_points(pd.DataFrame([rec]))) == 10 + 6
 
 
 # ---------------------------------------------------------------- scorecards
@@ -307,15 +357,16 @@ def test_scorecard_says_once_why_its_intervals_have_zero_width():
 def test_correlation_scorecard():
     low = check_card(claims.correlation_scorecard(cells_of(a5_record(), a5_record(run="r1", seed=1))))
     (row,) = low
-    assert row["claim"] == claims.REAL_CLAIM and row["verdict"] == stats.REPRODUCED
+    assert row["claim"] == f"{claims.REAL_CLAIM}: toy, word perturbations" and row["verdict"] == stats.REPRODUCED
     assert row["seeds"] == 2 and row["delta"] == 0.3 and "6 of 6 judged cells low" in row["effect"]
-    assert row["effect"].startswith("largest |r|: r = ")
+    assert row["effect"].startswith("largest |r|: r = ") and "our thresholds" in row["effect"]
     high = claims.correlation_scorecard(cells_of(a5_record(correlated=("ratio 0.5",))))
     assert high[0]["verdict"] == stats.CONTRADICTED and "ratio 0.5" in high[0]["effect"]
     chance = {m: 0.5 for m in ("checkpoint 0.5", "checkpoint 1", "ratio 0.5")}
     (unjudged,) = check_card(claims.correlation_scorecard(cells_of(a5_record(val_accuracy=chance))))
-    assert unjudged["verdict"] == stats.NOT_RESOLVED and "at chance" in unjudged["effect"]
+    assert unjudged["verdict"] == stats.NOT_RESOLVED and "not above the majority class" in unjudged["effect"]
     (empty,) = check_card(claims.correlation_scorecard(claims.correlation_cells(pd.DataFrame())))
     assert empty["verdict"] == stats.NOT_RESOLVED and empty["effect"].startswith("not measured")
     few = claims.correlation_scorecard(cells_of(a5_record(n=40, kinds=("word", "short-phrase"), min_examples=25)))
-    assert few[0]["verdict"] == stats.NOT_RESOLVED and "fewer than 30 perturbed pairs" in few[0]["effect"]
+    assert [r["verdict"] for r in few] == [stats.NOT_RESOLVED] * 2
+    assert all("3 cells with too few perturbed inputs (fewer than 30 pairs" in r["effect"] for r in few)

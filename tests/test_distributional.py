@@ -90,6 +90,59 @@ def test_cbow_rows_follow_token_ids_not_gensim_order():
     np.testing.assert_allclose(vectors[0], w2v.wv["0"], rtol=1e-5)
 
 
+def test_cbow_vectors_in_the_model_have_the_target_std():
+    setup = dist.Setup(**TINY)
+    vectors = np.random.default_rng(0).normal(0.5, 3.0, size=(2 * setup.n_sets, setup.hidden)).astype(np.float32)
+    for model, std in (("cbow", 0.03), ("cbow-frozen", 0.03), ("cbow", 0.1)):
+        clf = dist.build_classifier(model, setup, seed=0, cbow_vectors=vectors, cbow_std=std)
+        placed = clf.bert.embeddings.word_embeddings.weight[: 2 * setup.n_sets].detach().numpy()
+        assert placed.std() == pytest.approx(std, rel=1e-3)
+        np.testing.assert_allclose(placed, vectors * (std / vectors.std()), rtol=1e-4)  # one factor: same directions
+    with pytest.raises(ValueError, match="cbow std must be a number > 0"):
+        dist.CbowConfig(std=0.0)
+    with pytest.raises(ValueError, match="cbow epochs must be an int >= 1"):
+        dist.CbowConfig(epochs=0)
+    with pytest.raises(ValueError, match="needs cbow_vectors of shape"):
+        dist.build_classifier("cbow-frozen", setup, seed=0, cbow_vectors=vectors[:3])
+
+
+def test_frozen_cbow_embeddings_do_not_change_during_finetuning():
+    from mlmlib.finetune import FinetuneConfig, finetune
+
+    setup = dist.Setup(**TINY)
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(2 * setup.n_sets, setup.hidden)).astype(np.float32)
+    data = dist.encode(rng.integers(0, 2 * setup.n_sets, size=(32, 16)), setup.n_sets, rng.integers(0, 2, 32))
+    config = FinetuneConfig(max_steps=4, eval_every=4, batch_size=8, lr=1e-2, seed=0)
+    changed = {}
+    for model in dist.CBOW_MODELS:
+        clf = dist.build_classifier(model, setup, seed=0, cbow_vectors=vectors)
+        before = {k: v.clone() for k, v in clf.state_dict().items()}
+        finetune(clf, data, data, config, progress=False)
+        after = clf.state_dict()
+        changed[model] = {k for k in before if not torch.equal(before[k], after[k].cpu())}
+    embeddings = {k for k in before if k.startswith("bert.embeddings.") and "position_ids" not in k
+                  and "token_type_ids" not in k}
+    assert not changed["cbow-frozen"] & embeddings  # words, positions, token types, LayerNorm
+    assert "bert.embeddings.word_embeddings.weight" in changed["cbow"]
+    assert "bert.encoder.layer.0.attention.self.query.weight" in changed["cbow-frozen"]  # the rest trains
+
+
+def test_mixture_curves_expand_to_every_train_ratio():
+    base = {"models": ["scratch", "with", "cbow"], "train_ratios": [0.25, 0.5, 1.0],
+            "bd2_fractions": [0.0, 0.1, 0.5], "bd2_models": ["scratch", "with"]}
+    clean = {(0.0, r, m) for r in (0.25, 0.5, 1.0) for m in ("scratch", "with", "cbow")}
+    curves = dist.Sweep(**base, bd2_curves=True).planned_runs()
+    assert set(curves) == clean | {(f, r, m) for f in (0.1, 0.5) for r in (0.25, 0.5, 1.0) for m in ("scratch", "with")}
+    assert len(curves) == 9 + 12
+    largest = dist.Sweep(**base, bd2_curves=False).planned_runs()
+    assert set(largest) == clean | {(f, 1.0, m) for f in (0.1, 0.5) for m in ("scratch", "with")}
+    every_model = dist.Sweep(**{**base, "bd2_models": None}, bd2_curves=True).planned_runs()
+    assert len(every_model) == 3 * 9
+    with pytest.raises(ValueError, match="bd2_curves must be true"):
+        dist.Sweep(bd2_curves="all").check(dist.Setup(**TINY))
+
+
 def test_convergence_check_raises_clear_message():
     history = [{"step": 10, "loss": 4.0}, {"step": 20, "loss": 3.1}]
     with pytest.raises(dist.NotConvergedError, match=r"'mix' has not converged.*3\.100.*loss_threshold=2\.0"):
@@ -129,11 +182,13 @@ def test_sweep_refuses_unconverged_pretrained_model(work):
 def test_tiny_sweep_rows(work):
     setup = dist.Setup(**TINY)
     dist.pretrain_mlm(setup, "mix", progress=False)
-    sweep = dist.Sweep(models=["scratch", "with", "cbow"], train_ratios=[0.5, 1.0], bd2_fractions=[0.0, 0.5],
-                       pool_size=32, valid_size=16, test_size=32, length=16, max_steps=3, eval_every=3,
-                       batch_size=8, loss_threshold=100.0)
+    sweep = dist.Sweep(models=["scratch", "with", "cbow-frozen"], train_ratios=[0.5, 1.0],
+                       bd2_fractions=[0.0, 0.5], bd2_curves=True, pool_size=32, valid_size=16, test_size=32,
+                       length=16, max_steps=3, eval_every=3, batch_size=8, loss_threshold=100.0,
+                       cbow=dist.CbowConfig(epochs=1))
     rows = dist.run_sweep(setup, sweep, seed=0, log=None)
     assert len(rows) == 3 * 2 * 2 * 4
+    assert {(r["bd2_fraction"], r["train_ratio"], r["model"]) for r in rows} == set(sweep.planned_runs())
     assert {r["test_set"] for r in rows} == set(syn.TEST_SETS)
     assert all(0 <= r["accuracy"] <= 1 and 0.5 <= r["prior"] <= 1 for r in rows)
     assert {r["train_size"] for r in rows} == {16, 32}
@@ -182,7 +237,9 @@ def _passed_to():
         "A3_synthetic_finetune": {**setup, **sweep, "ft_lr": (dist.Sweep, "lr"),
                                   "ft_batch_size": (dist.Sweep, "batch_size"),
                                   "cbow_window": (dist.CbowConfig, "window"),
-                                  "cbow_epochs": (dist.CbowConfig, "epochs")},
+                                  "cbow_epochs": (dist.CbowConfig, "epochs"),
+                                  "cbow_std": (dist.CbowConfig, "std"),
+                                  "bd2_curves": (dist.Sweep, "bd2_curves")},
         "A5_real_finetune_perturb": {**base, "base_model": (BaseModelConfig, "name"),
                                      "base_tokenizer": (BaseModelConfig, "tokenizer"),
                                      "batch_size": (FinetuneConfig, "batch_size"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -179,13 +181,16 @@ def test_delta_distribution_with_a_tiny_mlm(tok):
     from mlmlib.models import ModelSize, bert_mlm
 
     mlm = bert_mlm(ModelSize(vocab_size=len(tok), hidden=16, layers=1, heads=2, max_len=32), seed=0)
-    same = pdl.delta_distribution(mlm, tok, ["good"], ["good"], ["a good day"], ["a good day"], "{x} [MASK]",
-                                  max_length=32)
+    same = pdl.delta_distribution(mlm, tok, ["good [MASK]"], ["good [MASK]"], max_length=32)
     assert same[0] == pytest.approx(0.0, abs=1e-6)
-    diff = pdl.delta_distribution(mlm, tok, ["good", "bad"], ["fine", "awful"], ["a good day", "a bad day"],
-                                  ["a fine day", "an awful day"], "{sentence} It was [MASK] .",
-                                  words=["great", "bad"], max_length=32)
+    perturbations = [perturb.Perturbation(0, "word", "a good day", "a fine day", "good", "fine", "a", 0.1),
+                     perturb.Perturbation(1, "word", "a bad day", "an awful day", "bad", "awful", "a", 0.1)]
+    before, after = pdl.filled_templates("{sentence} It was [MASK] .", perturbations)
+    assert after == ["a fine day It was [MASK] .", "an awful day It was [MASK] ."]
+    diff = pdl.delta_distribution(mlm, tok, before, after, words=["great", "bad"], max_length=32)
     assert diff.shape == (2,) and np.all((diff >= 0) & (diff <= 2))
+    out = pdl.delta_distributions(mlm, tok, perturbations, ["{x} [MASK]"], tag_matched=True, max_length=32)
+    assert set(out) == {"{x} [MASK]", pdl.TAG_MATCHED} and np.all(np.isfinite(out[pdl.TAG_MATCHED]))
     with pytest.raises(ValueError, match="outside max_length"):
         pdl.mask_distributions(mlm, tok, ["word " * 40 + "[MASK]"], max_length=16)
     with torch.no_grad():
@@ -193,16 +198,23 @@ def test_delta_distribution_with_a_tiny_mlm(tok):
     assert probs.shape == (1, 2) and probs.sum() == pytest.approx(1.0, abs=1e-5)
 
 
-def test_finetune_family_checkpoints_and_ratios(tmp_path):
-    from mlmlib.finetune import FinetuneConfig
+def toy_classifier_task(n: int):
+    """n random token sequences with labels, and a builder of a tiny classifier for them."""
     from mlmlib.models import ModelSize, bert_classifier
 
     gen = torch.Generator().manual_seed(0)
-    data = {"input_ids": torch.randint(5, 60, (32, 8), generator=gen),
-            "attention_mask": torch.ones(32, 8, dtype=torch.long),
-            "labels": torch.randint(0, 2, (32,), generator=gen)}
+    data = {"input_ids": torch.randint(5, 60, (n, 8), generator=gen),
+            "attention_mask": torch.ones(n, 8, dtype=torch.long),
+            "labels": torch.randint(0, 2, (n,), generator=gen)}
     size = ModelSize(vocab_size=64, hidden=16, layers=1, heads=2, max_len=16)
-    rows = pdl.finetune_family(lambda: bert_classifier(size, 2, seed=0), data, data,
+    return data, lambda: bert_classifier(size, 2, seed=0)
+
+
+def test_finetune_family_checkpoints_and_ratios(tmp_path):
+    from mlmlib.finetune import FinetuneConfig
+
+    data, build = toy_classifier_task(32)
+    rows = pdl.finetune_family(build, data, data,
                                FinetuneConfig(epochs=1, batch_size=8, lr=1e-3), checkpoints=[0.5, 1.0],
                                ratios=[0.5, 1.0], folder=tmp_path)
     by = {r["model"]: r for r in rows}
@@ -212,3 +224,156 @@ def test_finetune_family_checkpoints_and_ratios(tmp_path):
     assert by["ratio 0.5"]["path"] != by["checkpoint 1"]["path"]
     with pytest.raises(ValueError, match="checkpoints"):
         pdl.finetune_family(lambda: None, data, data, FinetuneConfig(), checkpoints=[], ratios=[1.0], folder=tmp_path)
+
+
+def test_checkpoints_are_snapshots_of_one_schedule(tmp_path):
+    """The learning rate at each snapshot lies on one warm-up + linear decay over the whole run: no restart."""
+    from mlmlib.finetune import FinetuneConfig
+    from mlmlib.models import load_model
+
+    data, build = toy_classifier_task(40)
+    config = FinetuneConfig(epochs=2, batch_size=4, lr=1e-3, warmup_frac=0.1)  # 20 steps, 2 of warm-up
+    rows = pdl.finetune_family(build, data, data, config,
+                               checkpoints=[0.25, 0.5, 0.75, 1.0], ratios=[1.0], folder=tmp_path)
+    snaps = [r for r in rows if r["group"] == "checkpoint"]
+    assert [r["steps"] for r in snaps] == [5, 10, 15, 20]
+    # the step before step s uses the rate of step s - 1 on one curve: lr * (20 - (s - 1)) / (20 - 2)
+    assert [r["lr"] for r in snaps] == pytest.approx([1e-3 * (21 - s) / 18 for s in (5, 10, 15, 20)])
+    assert all(a["lr"] > b["lr"] for a, b in itertools.pairwise(snaps))
+    weights = [load_model(r["path"]).classifier.weight for r in snaps]
+    assert all(not torch.equal(a, b) for a, b in itertools.pairwise(weights))  # saved along the way
+    with pytest.raises(ValueError, match="same step"):
+        pdl.snapshot_steps([0.1, 0.2], total=4)
+
+
+def toy_task(n_train=50, n_validation=12, n_test=10):
+    from datasets import Dataset, DatasetDict
+
+    def split(name, n):
+        return Dataset.from_dict({"text": [f"{name} {i}" for i in range(n)], "label": [i % 2 for i in range(n)]})
+
+    return DatasetDict({"train": split("train", n_train), "validation": split("validation", n_validation),
+                        "test": split("test", n_test)})
+
+
+def test_test_and_selection_splits_are_disjoint():
+    data = toy_task()
+    for splits in (pdl.task_splits(data, test_split="test"),
+                   pdl.task_splits(data, test_split="validation", selection_split="train-holdout", holdout=8),
+                   pdl.task_splits(data, test_split="validation", selection_split="test")):
+        texts = {k: set(v["text"]) for k, v in splits.items()}
+        assert not texts["train"] & texts["selection"] and not texts["train"] & texts["test"]
+        assert not texts["selection"] & texts["test"] and all(texts.values())
+    holdout = pdl.task_splits(data, test_split="validation", selection_split="train-holdout", holdout=8)
+    assert len(holdout["selection"]) == 8 and len(holdout["train"]) == 42
+    with pytest.raises(ValueError, match="is the test split"):
+        pdl.task_splits(data, test_split="validation", selection_split="validation")
+    with pytest.raises(ValueError, match="test_split"):
+        pdl.task_splits(data, test_split="train")
+    with pytest.raises(ValueError, match="holdout"):
+        pdl.task_splits(data, test_split="test", selection_split="train-holdout", holdout=50)
+
+
+# ---- pair inputs (MNLI): the other text stays in every classification
+
+PREMISE = "(ROOT (S (NP (DT the) (NN coffee)) (VP (VBD was) (ADJP (RB really) (JJ great)))))"
+HYPOTHESIS = "(ROOT (S (NP (DT the) (NN drink)) (VP (VBD tasted) (ADJP (JJ good)))))"
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """class_probs replaced by a recorder: every (text, text_pair) classified; masking a word flips it."""
+    calls = []
+
+    def fake(model, tokenizer, texts, max_length, batch_size=256, text_pairs=None):
+        pairs = [None] * len(texts) if text_pairs is None else list(text_pairs)
+        calls.extend(zip(texts, pairs))
+        return np.array([[0.2, 0.8] if "[MASK]" in f"{t} {p}" else [0.9, 0.1] for t, p in zip(texts, pairs)])
+
+    monkeypatch.setattr(perturb, "class_probs", fake)
+    return calls
+
+
+def check_pairs_kept(perturbations, premise, hypothesis):
+    for p in perturbations:
+        before, after = p.original_input(), p.perturbed_input()
+        kept = 1 if p.side == "text" else 0
+        assert before[kept] == after[kept] == (hypothesis if p.side == "text" else premise)
+        assert before[1 - kept] != after[1 - kept]
+
+
+def test_mnli_word_perturbations_keep_the_pair(tok, table, recorded):
+    premise, hypothesis = "I loved the tasty food", "The food was great"
+    out, counts = perturb.word_perturbations(None, tok, [premise], table, text_pairs=[hypothesis], labels=[0])
+    assert {p.side for p in out} == {"text", "text_pair"} and counts["sentences"] == 2
+    check_pairs_kept(out, premise, hypothesis)
+    assert all(pair is not None for _, pair in recorded)  # every classification saw its pair
+    assert {(t, pair) for t, pair in recorded} >= {(premise, hypothesis)}
+    only = perturb.word_perturbations(None, tok, [premise], table, text_pairs=[hypothesis], sides=["text_pair"])[0]
+    assert {p.side for p in only} == {"text_pair"}
+    with pytest.raises(ValueError, match="single texts"):
+        perturb.word_perturbations(None, tok, [premise], table, sides=["text_pair"])
+
+
+@pytest.mark.parametrize("kind", ["long-phrase", "short-phrase"])
+def test_mnli_phrase_perturbations_keep_the_pair(tok, recorded, kind):
+    parsed = {"trees": [PREMISE], "pair_trees": [HYPOTHESIS], "texts": ["The coffee was really great."],
+              "text_pairs": ["The drink tasted good."], "labels": [0]}
+    out, counts = perturb.parsed_perturbations(None, tok, parsed, kind, lambda xs: [f"{x} indeed" for x in xs])
+    assert counts["sentences"] == 2 and {p.side for p in out} == {"text", "text_pair"}
+    check_pairs_kept(out, parsed["texts"][0], parsed["text_pairs"][0])
+    if kind == "short-phrase":  # shortest_flipping_phrase classified each side with the other text
+        assert recorded and all(pair is not None for _, pair in recorded)
+        assert ("the coffee was really great", "The drink tasted good.") in recorded
+        assert ("The coffee was really great.", "the drink tasted good") in recorded
+
+
+def test_delta_pred_uses_the_pair(recorded):
+    p = perturb.Perturbation(0, "long-phrase", "the drink tasted good", "the drink tasted fine", "good", "fine",
+                             "ADJP", float("nan"), text_pair="the coffee", side="text_pair")
+    pdl.delta_pred(None, None, [p])
+    assert recorded == [("the coffee", "the drink tasted good"), ("the coffee", "the drink tasted fine")]
+    single = perturb.Perturbation(1, "word", "a b", "a c", "b", "c", "n", 0.1)
+    with pytest.raises(ValueError, match="lack the second text"):
+        pdl.delta_pred(None, None, [p, single])
+    with pytest.raises(ValueError, match="needs the other text"):
+        perturb.Perturbation(0, "word", "a", "b", "a", "b", "n", 0.1, side="text_pair")
+
+
+def test_parsed_texts_are_cut_to_max_length(tok):
+    long_tree = "(ROOT (S (NP (DT the) (NN coffee)) (VP (VBD was) (ADJP (RB really) (JJ great)))" + \
+        "".join(f" (NP (NN word{i}) (NN thing{i}))" for i in range(40)) + "))"
+    out, _ = perturb.phrase_perturbations(None, tok, [long_tree], "long-phrase",
+                                          lambda xs: [x.replace("really", "truly") for x in xs],
+                                          max_text_tokens=12, text_pairs=["a very long hypothesis " * 20])
+    (p,) = out
+    for text in (p.text, p.perturbed, p.text_pair):
+        assert len(tok(text, add_special_tokens=False)["input_ids"]) <= 14  # the replacement may be longer
+    assert len(tok(p.text, add_special_tokens=False)["input_ids"]) <= 12
+    assert p.original == "was really great" and p.text.startswith("the coffee was really great")
+    assert perturb.words_within(tok, ["the", "coffee", "was"], 2) == 2
+
+
+# ---- templates: MNLI's prompt and the tag-matched phrase template
+
+def test_mnli_template_renders_as_specified():
+    p = perturb.Perturbation(0, "word", "the man sleeps", "the man slumbers", "sleeps", "slumbers", "v", 0.3,
+                             text_pair="a person rests")
+    before, after = pdl.filled_templates(pdl.MNLI_TEMPLATE, [p], "<mask>")
+    assert before == ["the man sleeps ? <mask> , a person rests"]
+    assert after == ["the man slumbers ? <mask> , a person rests"]
+    hyp = perturb.Perturbation(0, "word", "a person rests", "a person relaxes", "rests", "relaxes", "v", 0.3,
+                               text_pair="the man sleeps", side="text_pair")
+    assert pdl.filled_templates(pdl.MNLI_TEMPLATE, [hyp])[1] == ["the man sleeps ? [MASK] , a person relaxes"]
+    assert pdl.MNLI_VERBALIZERS == ["yes", "maybe", "no"]
+    pdl.check_templates([pdl.MNLI_TEMPLATE], {pdl.MNLI_TEMPLATE: pdl.MNLI_VERBALIZERS}, pairs=True)
+    with pytest.raises(ValueError, match="single texts"):
+        pdl.check_templates([pdl.MNLI_TEMPLATE], pairs=False)
+    with pytest.raises(ValueError, match="needs a pair input"):
+        pdl.fill(pdl.MNLI_TEMPLATE, "x", "s")
+
+
+def test_tag_matched_template():
+    assert [pdl.tag_template(t) for t in ("VP", "NP", "ADJP", "VBD", "NNS", "JJ", "v", "n", "a")] == \
+        ["[MASK] {x}", "{x} [MASK]", "[MASK] is {x}"] * 3
+    assert pdl.tag_template("PP") is None and pdl.tag_template("3") is None

@@ -5,7 +5,7 @@ experiment, `correlation_scorecard` for real text), worded the same in every pro
 
 Every verdict uses the one vocabulary and rules of `mlmlib.stats`. The synthetic experiment's claims
 read the rows of A3_synthetic_finetune (`claims`); the real-text claim reads the records of
-A5_real_finetune_perturb (`correlation_cells`, `overall_verdict`, `correlation_claims`).
+A5_real_finetune_perturb (`correlation_cells`, `kind_verdicts`, `correlation_claims`).
 """
 
 from __future__ import annotations
@@ -25,12 +25,19 @@ from mlmlib.stats import (  # noqa: F401 - shared by the three papers, used by t
 )
 
 COLUMNS = ["claim", "measured", "interval", "seeds", "verdict"]
-CELL_COLUMNS = ["model", "template", "r", "r_low", "r_high", "n", "verdict", "learned", "group", "value",
-                "kind", "run", "seed", "too_few"]
-# Not a verdict: the cell of a model that has not learned its task, left out of the claim.
+CELL_COLUMNS = ["task", "kind", "model", "template", "r", "r_low", "r_high", "n", "paper_r", "verdict", "learned",
+                "too_few", "judged", "group", "value", "run", "seed"]
+# Not verdicts: the cell of a model that has not learned its task, and a cell with too few
+# perturbed inputs, are left out of the claim.
 EXCLUDED = "excluded: model at chance"
+TOO_SMALL = "excluded: too few perturbed inputs"
+# Pearson r the paper reports, {(task, perturbation kind, template): r}, as our research note
+# (papers/A-distributional-hypothesis.md) records them. The note has none (the paper body was not
+# readable offline), so the A6 table's column stays blank until a value is added here with its note.
+PAPER_R: dict[tuple[str, str, str], float] = {}
 # The arms as the scorecard names them.
-ARM_NAMES = {"with": "WITH", "without": "WITHOUT", "scratch": "scratch", "shuffled": "shuffled", "cbow": "CBOW"}
+ARM_NAMES = {"with": "WITH", "without": "WITHOUT", "scratch": "scratch", "shuffled": "shuffled", "cbow": "CBOW",
+             "cbow-frozen": "CBOW frozen"}
 # The synthetic experiment's claims, as the scorecard words them (the same in every profile).
 SYNTHETIC_CLAIMS = {
     "transfer": "Synonym transfer (B-D1): WITH above WITHOUT and scratch",
@@ -152,9 +159,9 @@ def _judged(frame, margin: float, target: float) -> list[dict]:
     def have(table, *models):
         return all((table.model == m).any() for m in models)
 
-    def judged(key, claim, measured, intervals, verdict, effect, delta=None):
+    def judged(key, claim, measured, intervals, verdict, effect, delta=None, suffix=""):
         out.append({"key": key, "claim": claim, "measured": measured, "intervals": intervals,
-                    "verdict": verdict, "effect": effect, "delta": delta})
+                    "verdict": verdict, "effect": effect, "delta": delta, "suffix": suffix})
 
     # 1. synonym transfer on B-D1
     b = _at(frame, "B-D1", 0.0)
@@ -194,7 +201,8 @@ def _judged(frame, margin: float, target: float) -> list[dict]:
                arms, verdict,
                f"A-D2 accuracy: WITH - WITHOUT (at most {margin:g}) = "
                f"{ci_text(arms['WITH - WITHOUT'], explain=False)}; "
-               + _arms_text({k: arms[k] for k in ("WITHOUT", "scratch")}), delta=margin)
+               + _arms_text({k: arms[k] for k in ("WITHOUT", "scratch")}), delta=margin,
+               suffix=f" (B-D2 fraction {fraction:g})")
     # 4. controls
     if have(b, "with", "shuffled"):
         a1 = _at(frame, "A-D1", 0.0)
@@ -206,13 +214,19 @@ def _judged(frame, margin: float, target: float) -> list[dict]:
                "; ".join(f"{t} accuracy: " + _arms_text({"WITH": arms[f"{t} WITH"],
                                                           "shuffled": arms[f"{t} shuffled"]})
                          for t in ("A-D1", "B-D1")))
-    if have(b, "cbow", "scratch"):
-        arms = {"CBOW": ci(b, "cbow"), "scratch": ci(b, "scratch")}
+    # one row per CBOW variant run: fine-tuned embeddings, and frozen ones (they keep synonyms close)
+    for model, what, suffix in (("cbow", "CBOW embeddings", ""),
+                                ("cbow-frozen", "frozen CBOW embeddings", " (frozen embeddings)")):
+        if not have(b, model, "scratch"):
+            continue
+        name = ARM_NAMES[model]
+        arms = {name: ci(b, model), "scratch": ci(b, "scratch")}
         if have(b, "with"):
             arms["WITH"] = ci(b, "with")  # for reference: how much of WITH's transfer CBOW gets
-        judged("cbow", "Control: CBOW embeddings (synonyms close) give some B-D1 transfer (above scratch)",
+        judged(("cbow", model), f"Control: {what} (synonyms close) give some B-D1 transfer (above scratch)",
                "B-D1 accuracy at the largest training set (compared unpaired)",
-               arms, stats.verdict_apart(arms["CBOW"], arms["scratch"]), "B-D1 accuracy: " + _arms_text(arms))
+               arms, stats.verdict_apart(arms[name], arms["scratch"]), "B-D1 accuracy: " + _arms_text(arms),
+               suffix=suffix)
     return out
 
 
@@ -242,8 +256,7 @@ def scorecard(frame, margin: float = 0.02, target: float = 0.8) -> list[dict]:
     for key, claim in SYNTHETIC_CLAIMS.items():
         found = [j for j in judged if j["key"] == key or (isinstance(j["key"], tuple) and j["key"][0] == key)]
         for j in found:
-            text = claim if key != "generalization" else f"{claim} (B-D2 fraction {j['key'][1]:g})"
-            rows.append(_card(text, j["effect"], j["intervals"], j["delta"], j["verdict"]))
+            rows.append(_card(claim + j["suffix"], j["effect"], j["intervals"], j["delta"], j["verdict"]))
         if not found:
             rows.append(_card(claim, "not measured: the models this claim compares were not all run", {},
                               margin if key == "generalization" else None, stats.NOT_RESOLVED))
@@ -291,15 +304,28 @@ def validation_prior(task: str) -> float:
     return stats.class_prior(load_task(task)["validation"]["label"])
 
 
+REAL_CLAIM = "Delta-pred and Delta-distribution correlate weakly (every template, checkpoint and data ratio)"
+
+
+def _claim_text(task: str, kind: str) -> str:
+    return f"{REAL_CLAIM}: {task}, {kind} perturbations"
+
+
+def paper_r(task: str, kind: str, template: str) -> float:
+    """The r the paper reports for a cell (PAPER_R), NaN where our note has none."""
+    return PAPER_R.get((task, kind, template), float("nan"))
+
+
 def correlation_cells(records: pd.DataFrame, *, r_low: float = 0.3, ci_max: float = 0.5, min_n: int = 30,
                       n_boot: int = 1000, seed: int = 0, margin: float = stats.LEARNED_MARGIN,
                       priors: dict[str, float] | None = None) -> pd.DataFrame:
     """One row per (run, perturbation kind, fine-tuned model, template): r, its interval, n and the verdict.
 
-    records: A5_real_finetune_perturb's records. A model that has not learned its task (validation
-    accuracy not above the majority class by `margin`, stats.learned) has `learned` False and the
-    verdict EXCLUDED. priors: {task: majority-class accuracy}; a task not in it is loaded.
-    `too_few`: the kind has fewer perturbed inputs than the run's min_examples.
+    records: A5_real_finetune_perturb's records. A cell is judged (`judged`) unless its model has
+    not learned its task (validation accuracy not above the majority class by `margin`,
+    stats.learned; verdict EXCLUDED) or it is too small (`too_few`: fewer than min_n pairs, or its
+    kind has fewer perturbed inputs than the run's min_examples; verdict TOO_SMALL).
+    priors: {task: majority-class accuracy}; a task not in it is loaded. paper_r: PAPER_R's value.
     """
     priors = dict(priors or {})
     tables = []
@@ -316,69 +342,98 @@ def correlation_cells(records: pd.DataFrame, *, r_low: float = 0.3, ci_max: floa
             dd = {t: np.asarray(v)[keep] for t, v in rec.delta_distribution.items()}
             table = correlation_table(dp, dd, n_boot=n_boot, seed=seed, r_low=r_low, ci_max=ci_max, min_n=min_n)
             table["learned"] = table["model"].map(learned).eq(True)
-            table["verdict"] = table["verdict"].where(table["learned"], EXCLUDED)
+            table["too_few"] = (table["n"] < min_n) | (int(keep.sum()) < rec.min_examples)
+            table["judged"] = table["learned"] & ~table["too_few"]
+            table["verdict"] = table["verdict"].where(~table["too_few"], TOO_SMALL).where(table["learned"], EXCLUDED)
             table["group"] = table["model"].map(group)
             table["value"] = table["model"].map(value)
-            tables.append(table.assign(kind=kind, run=rec.run_id, seed=rec.seed,
-                                       too_few=int(keep.sum()) < rec.min_examples))
-    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=CELL_COLUMNS)
+            table["paper_r"] = [paper_r(rec.task, kind, t) for t in table["template"]]
+            tables.append(table.assign(task=rec.task, kind=kind, run=rec.run_id, seed=rec.seed))
+    if not tables:
+        return pd.DataFrame(columns=CELL_COLUMNS)
+    return pd.concat(tables, ignore_index=True)[CELL_COLUMNS]
 
 
-def overall_verdict(cells: pd.DataFrame) -> str:
-    """The claim "r is low everywhere" over the cells of models that learned: stats.combine of their verdicts."""
-    return stats.combine(cells.loc[cells["learned"].eq(True), "verdict"])
+def kind_verdicts(cells: pd.DataFrame) -> pd.DataFrame:
+    """One verdict per task and perturbation kind: stats.combine over its judged cells, with what was left out."""
+    columns = ["task", "kind", "verdict", "judged", "low", "too_small", "at_chance", "seeds"]
+    rows = []
+    for (task, kind), part in cells.groupby(["task", "kind"], sort=True):
+        judged = part[part["judged"].eq(True)]
+        rows.append({"task": task, "kind": kind, "verdict": stats.combine(judged["verdict"]),
+                     "judged": len(judged), "low": int((judged["verdict"] == stats.REPRODUCED).sum()),
+                     "too_small": int((part["learned"].eq(True) & part["too_few"].eq(True)).sum()),
+                     "at_chance": int((~part["learned"].eq(True)).sum()), "seeds": int(judged["seed"].nunique())})
+    return pd.DataFrame(rows, columns=columns)
 
 
-def correlation_claims(cells: pd.DataFrame, r_low: float = 0.3, ci_max: float = 0.5) -> pd.DataFrame:
-    """The real-text claim next to what was measured (one row), from `correlation_cells`'s table."""
-    judged = cells[cells["learned"].eq(True)]
-    excluded = sorted(set(cells.loc[~cells["learned"].eq(True), "model"]))
-    measured = (f"Pearson r of Delta-pred and Delta-distribution per perturbation kind x fine-tuned model x "
-                f"template: {len(judged)} judged cells, {int((judged['verdict'] == stats.REPRODUCED).sum())} low "
-                f"(|r| < {r_low:g}, 95% bootstrap interval inside ±{ci_max:g})")
-    if excluded:
-        measured += f"; left out (not above the majority class on validation): {', '.join(excluded)}"
-    interval = (f"r from {judged['r'].min():.2f} to {judged['r'].max():.2f}; intervals within "
-                f"[{judged['r_low'].min():.2f}, {judged['r_high'].max():.2f}]" if len(judged) else "no judged cell")
-    row = {"claim": "Delta-pred and Delta-distribution correlate weakly for every template, checkpoint and "
-                    "training-data ratio: distributional similarity does not explain fine-tuned generalization",
-           "measured": measured, "interval": interval, "seeds": int(judged["seed"].nunique()),
-           "verdict": overall_verdict(cells)}
-    return pd.DataFrame([row], columns=COLUMNS)
+def _threshold_text(r_low: float, ci_max: float) -> str:
+    return (f"|r| < {r_low:g}, 95% bootstrap interval inside ±{ci_max:g}: our thresholds (parameters; the "
+            "paper states none)")
 
 
-REAL_CLAIM = "Delta-pred and Delta-distribution correlate weakly (every template, checkpoint and data ratio)"
+def _left_out_text(part: pd.DataFrame, min_n: int) -> str:
+    """What a task x kind leaves out of its verdict, and why ("" when nothing)."""
+    out = []
+    small = int((part["learned"].eq(True) & part["too_few"].eq(True)).sum())
+    if small:
+        out.append(f"{small} cell{'s' if small > 1 else ''} with too few perturbed inputs (fewer than {min_n} "
+                   "pairs, or fewer inputs than the run's min_examples)")
+    chance = sorted(set(part.loc[~part["learned"].eq(True), "model"]))
+    if chance:
+        out.append(f"the cells of models not above the majority class on validation: {', '.join(chance)}")
+    return "left out: " + "; ".join(out) if out else ""
+
+
+def correlation_claims(cells: pd.DataFrame, r_low: float = 0.3, ci_max: float = 0.5,
+                       min_n: int = 30) -> pd.DataFrame:
+    """The real-text claim next to what was measured, one row per task and perturbation kind."""
+    if not len(cells):
+        row = {"claim": REAL_CLAIM, "measured": "no A5 perturbation records", "interval": "no judged cell",
+               "seeds": 0, "verdict": stats.NOT_RESOLVED}
+        return pd.DataFrame([row], columns=COLUMNS)
+    rows = []
+    for v in kind_verdicts(cells).itertuples():
+        part = cells[(cells["task"] == v.task) & (cells["kind"] == v.kind)]
+        judged = part[part["judged"].eq(True)]
+        measured = (f"Pearson r of Delta-pred and Delta-distribution per fine-tuned model x template: "
+                    f"{v.judged} judged cells, {v.low} low ({_threshold_text(r_low, ci_max)})")
+        left_out = _left_out_text(part, min_n)
+        interval = (f"r from {judged['r'].min():.2f} to {judged['r'].max():.2f}; intervals within "
+                    f"[{judged['r_low'].min():.2f}, {judged['r_high'].max():.2f}]" if len(judged) else "no judged cell")
+        rows.append({"claim": _claim_text(v.task, v.kind),
+                     "measured": measured + (f"; {left_out}" if left_out else ""), "interval": interval,
+                     "seeds": v.seeds, "verdict": v.verdict})
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def correlation_scorecard(cells: pd.DataFrame, r_low: float = 0.3, ci_max: float = 0.5,
                           min_n: int = 30) -> list[dict]:
-    """The real-text claim as one scorecard row (SCORECARD_KEYS), from `correlation_cells`' table.
+    """The real-text claim as scorecard rows (SCORECARD_KEYS), one per task and perturbation kind.
 
-    effect: the judged cell with the largest |r|, its 95% bootstrap interval and where it is, and
-    how many judged cells are low; `delta` is r_low, the "low" margin around 0. A cell of a model at
-    chance is left out; with no judged cell at all the row is not resolved and says why.
+    effect: the judged cell with the largest |r|, its 95% bootstrap interval and where it is, how
+    many judged cells are low, and how many cells were left out and why; `delta` is r_low, our
+    "low" margin around 0. With no cell at all, one row, not resolved, says so.
     """
-    judged = cells[cells["learned"].eq(True)] if len(cells) else cells
-    excluded = sorted(set(cells.loc[~cells["learned"].eq(True), "model"])) if len(cells) else []
-    seeds = int(judged["seed"].nunique()) if len(judged) else 0
-    verdict = overall_verdict(cells) if len(cells) else stats.NOT_RESOLVED
     if not len(cells):
-        effect = "not measured: no A5 perturbation records"
-    elif not len(judged):
-        effect = (f"not judged: every fine-tuned model is at chance (validation accuracy not above the "
-                  f"majority class by {stats.LEARNED_MARGIN:g}): {', '.join(excluded)}")
-    else:
-        top = judged.loc[judged["r"].abs().fillna(-1).idxmax()]
-        low = int((judged["verdict"] == stats.REPRODUCED).sum())
-        effect = (f"largest |r|: r = {top['r']:.3f} [{top['r_low']:.3f}, {top['r_high']:.3f}] "
-                  f"({top['kind']}, {top['model']}, template {top['template']}, {int(top['n'])} pairs); "
-                  f"{low} of {len(judged)} judged cells low (|r| < {r_low:g}, interval inside ±{ci_max:g})")
-        few = int((judged["n"] < min_n).sum())
-        if few:
-            effect += f"; {few} cells not judged: fewer than {min_n} perturbed pairs"
-        if excluded:
-            effect += f"; left out, at chance: {', '.join(excluded)}"
-    return [{"claim": REAL_CLAIM, "effect": effect, "seeds": seeds, "delta": float(r_low), "verdict": verdict}]
+        return [{"claim": REAL_CLAIM, "effect": "not measured: no A5 perturbation records", "seeds": 0,
+                 "delta": float(r_low), "verdict": stats.NOT_RESOLVED}]
+    rows = []
+    for v in kind_verdicts(cells).itertuples():
+        part = cells[(cells["task"] == v.task) & (cells["kind"] == v.kind)]
+        judged = part[part["judged"].eq(True)]
+        if len(judged):
+            top = judged.loc[judged["r"].abs().fillna(-1).idxmax()]
+            effect = (f"largest |r|: r = {top['r']:.3f} [{top['r_low']:.3f}, {top['r_high']:.3f}] "
+                      f"({top['model']}, template {top['template']}, {int(top['n'])} pairs); "
+                      f"{v.low} of {v.judged} judged cells low ({_threshold_text(r_low, ci_max)})")
+        else:
+            effect = "not judged: no cell of a model that learned the task has enough perturbed inputs"
+        left_out = _left_out_text(part, min_n)
+        rows.append({"claim": _claim_text(v.task, v.kind),
+                     "effect": effect + (f"; {left_out}" if left_out else ""), "seeds": v.seeds,
+                     "delta": float(r_low), "verdict": v.verdict})
+    return rows
 
 
 def final_checkpoint_points(records: pd.DataFrame) -> pd.DataFrame:
@@ -394,4 +449,7 @@ def final_checkpoint_points(records: pd.DataFrame) -> pd.DataFrame:
                                             "Delta-distribution": np.asarray(v)[keep], "template": t,
                                             "kind": kind, "run": rec.run_id}))
     columns = ["Delta-pred", "Delta-distribution", "template", "kind", "run"]
-    return pd.concat(points, ignore_index=True) if points else pd.DataFrame(columns=columns)
+    if not points:
+        return pd.DataFrame(columns=columns)
+    # a unit whose tag has no tag-matched template has no Delta-distribution there: no point
+    return pd.concat(points, ignore_index=True).dropna(subset=["Delta-distribution"]).reset_index(drop=True)

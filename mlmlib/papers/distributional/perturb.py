@@ -9,6 +9,10 @@ Three kinds, as in the paper's code:
 * `short-phrase`: the shortest constituent of at most 4 words whose masking flips the
   prediction, paraphrased the same way.
 
+A pair task (MNLI) has each of its texts perturbed, one at a time, as the paper's code does
+(`side` "text" is the premise, "text_pair" the hypothesis); every classification of a perturbed
+or masked text keeps the other text of its pair.
+
 Offline there is no POS tagger with shipped data (NLTK's and spaCy's taggers download
 theirs), so the word level guesses the part of speech: lemminflect's lexicon lists the
 parts of speech a form can have, WordNet must list the lemma under it, and a few context
@@ -25,28 +29,18 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
+from mlmlib.data.content_words import (  # noqa: F401 - inflect, penn_tag: part of the word level's API
+    Word,
+    content_words,
+    inflect,
+    penn_tag,
+    synonym_replacement,
+)
 from mlmlib.tokenize import encode
 
 PERTURBATION_KINDS = ("word", "long-phrase", "short-phrase")
+SIDES = ("text", "text_pair")  # which text of a pair input is perturbed: the first (premise) or the second
 PHRASE_LABELS = ("NP", "VP", "ADJP")
-WORDNET_TO_UPOS = {"n": "NOUN", "v": "VERB", "a": "ADJ"}
-_WORD = re.compile(r"[A-Za-z]+")
-# Closed-class words never count as content words (lemminflect lists "it" as a noun).
-_EXTRA_STOP = {"someone", "somebody", "don", "didn", "doesn", "isn", "wasn", "t", "s", "ll", "ve", "re", "d", "m"}
-_DETERMINERS = {"a", "an", "the", "this", "that", "these", "those", "my", "your", "his", "her", "its",
-                "our", "their", "some", "any", "no", "every", "each", "another", "such", "of"}
-_VERB_CUES = {"to", "i", "we", "you", "they", "will", "would", "can", "could", "should", "may",
-              "might", "must", "do", "does", "did", "don", "didn", "doesn", "not", "never", "just"}
-_ADJ_CUES = {"very", "so", "too", "really", "quite", "extremely", "pretty", "is", "are", "was",
-             "were", "be", "been", "more", "most", "less", "least", "seems", "looks", "tastes"}
-
-
-def _stop_words() -> frozenset[str]:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    return frozenset(ENGLISH_STOP_WORDS) | _EXTRA_STOP
-
-
 def check_kind(kind: str) -> str:
     """Validate a perturbation kind name."""
     if kind not in PERTURBATION_KINDS:
@@ -54,108 +48,24 @@ def check_kind(kind: str) -> str:
     return kind
 
 
+def check_sides(sides, text_pairs) -> tuple[str, ...]:
+    """The sides to perturb: both texts of a pair task by default, the only text otherwise."""
+    if sides is None:
+        return SIDES if text_pairs is not None else ("text",)
+    sides = tuple(sides)
+    if not sides or any(side not in SIDES for side in sides):
+        raise ValueError(f"sides={sides!r}: allowed a non-empty list of {', '.join(SIDES)}")
+    if text_pairs is None and "text_pair" in sides:
+        raise ValueError("sides lists 'text_pair', but the inputs are single texts (text_pairs is None)")
+    return sides
+
+
+def ordered(own: str, other: str | None, side: str) -> tuple[str, str | None]:
+    """A classifier input (first text, second text or None) from the perturbed side's text and the other."""
+    return (own, other) if side == "text" else (other, own)
+
+
 # ---------------------------------------------------------------- word level
-
-@dataclass(frozen=True)
-class Word:
-    """A content word of a text: its character span, guessed WordNet POS, lemma and Penn tag."""
-
-    start: int
-    end: int
-    text: str
-    pos: str      # WordNet letter: n, v, a
-    lemma: str
-    tag: str      # Penn Treebank tag of the form (NN, NNS, VBD, JJR, ...)
-
-
-def _candidates(form: str, synonyms) -> dict[str, str]:
-    """The WordNet parts of speech (with lemma) lemminflect and WordNet both allow for a form."""
-    from lemminflect import getAllLemmas
-
-    out = {}
-    for pos, upos in WORDNET_TO_UPOS.items():
-        lemmas = getAllLemmas(form, upos=upos).get(upos, ())
-        for lemma in lemmas:
-            if pos in synonyms.pos_of(lemma):
-                out[pos] = lemma
-                break
-    return out
-
-
-def _choose_pos(cands: dict[str, str], prev: str, next_cands: dict[str, str]) -> str:
-    """Break a part-of-speech tie with the previous word (and whether the next can be a noun)."""
-    if len(cands) == 1:
-        return next(iter(cands))
-    if prev in _ADJ_CUES and "a" in cands:
-        return "a"
-    if prev in _VERB_CUES and "v" in cands:
-        return "v"
-    if prev in _DETERMINERS:
-        if "a" in cands and "n" in next_cands:
-            return "a"
-        if "n" in cands:
-            return "n"
-    for pos in ("a", "n", "v"):  # no cue: adjective, then noun, then verb
-        if pos in cands:
-            return pos
-    raise AssertionError("unreachable: cands is not empty")
-
-
-def penn_tag(form: str, lemma: str, pos: str) -> str | None:
-    """The Penn tag under which lemminflect inflects `lemma` to `form`, or None."""
-    from lemminflect import getAllInflections
-
-    forms = getAllInflections(lemma, upos=WORDNET_TO_UPOS[pos])
-    for tag, variants in forms.items():  # a canonical form first ("food" is NN before NNS)
-        if variants and variants[0] == form:
-            return tag
-    for tag, variants in forms.items():
-        if form in variants:
-            return tag
-    return None
-
-
-def content_words(text: str, synonyms) -> list[Word]:
-    """The nouns, verbs and adjectives of a text (POS guessed as the module docstring says)."""
-    stop = _stop_words()
-    tokens = list(_WORD.finditer(text))
-    lower = [m.group().lower() for m in tokens]
-    cands = [{} if w in stop else _candidates(w, synonyms) for w in lower]
-    out = []
-    for i, m in enumerate(tokens):
-        if not cands[i]:
-            continue
-        prev = lower[i - 1] if i else ""
-        nxt = cands[i + 1] if i + 1 < len(tokens) else {}
-        pos = _choose_pos(cands[i], prev, nxt)
-        lemma = cands[i][pos]
-        tag = penn_tag(lower[i], lemma, pos)
-        if tag is None:
-            continue
-        out.append(Word(m.start(), m.end(), m.group(), pos, lemma, tag))
-    return out
-
-
-def inflect(lemma: str, tag: str) -> str | None:
-    """The form of `lemma` for a Penn tag, from lemminflect's lexicon only (None if it has none)."""
-    from lemminflect import getInflection
-
-    forms = getInflection(lemma, tag=tag, inflect_oov=False)
-    return forms[0] if forms else None
-
-
-def synonym_replacement(word: Word, synonyms, rng: np.random.Generator) -> str | None:
-    """A re-inflected WordNet synonym of the same POS that differs from the word, or None."""
-    options = []
-    for syn in sorted(synonyms.synonyms(word.lemma, word.pos)):
-        form = inflect(syn, word.tag)
-        if form and form.isalpha() and form.lower() != word.text.lower():
-            options.append(form)
-    if not options:
-        return None
-    form = options[int(rng.integers(len(options)))]
-    return form.capitalize() if word.text[0].isupper() else form
-
 
 def replace_span(text: str, start: int, end: int, new: str) -> str:
     """Text with characters [start, end) replaced."""
@@ -180,6 +90,18 @@ def fit_text(tokenizer, text: str, max_tokens: int) -> str:
     return text[:cut].rstrip()
 
 
+def words_within(tokenizer, words: list[str], max_tokens: int) -> int:
+    """How many leading words fit, joined by spaces, in `max_tokens` WordPiece tokens (fit_text's cut)."""
+    cut = len(fit_text(tokenizer, " ".join(words), max_tokens))
+    end, n = -1, 0
+    for word in words:
+        end += 1 + len(word)
+        if end > cut:
+            break
+        n += 1
+    return n
+
+
 @torch.no_grad()
 def class_probs(model, tokenizer, texts: list[str], max_length: int, batch_size: int = 256,
                 text_pairs: list[str] | None = None) -> np.ndarray:
@@ -197,12 +119,23 @@ def class_probs(model, tokenizer, texts: list[str], max_length: int, batch_size:
     return np.concatenate(out) if out else np.zeros((0, model.config.num_labels))
 
 
+def input_probs(model, tokenizer, inputs: list[tuple[str, str | None]], max_length: int) -> np.ndarray:
+    """class_probs of (first text, second text or None) inputs, all single texts or all pairs."""
+    firsts, seconds = [a for a, _ in inputs], [b for _, b in inputs]
+    missing = sum(b is None for b in seconds)
+    if 0 < missing < len(seconds):
+        raise ValueError(f"input_probs: {missing} of {len(seconds)} inputs lack the second text of their pair")
+    return class_probs(model, tokenizer, firsts, max_length, text_pairs=None if missing else seconds)
+
+
 def word_importance(model, tokenizer, text: str, words: list[Word], max_length: int,
-                    text_pair: str | None = None) -> np.ndarray:
-    """How far masking each word lowers the probability of the original prediction (as the paper's code)."""
+                    text_pair: str | None = None, side: str = "text") -> np.ndarray:
+    """How far masking each word lowers the probability of the original prediction (as the paper's code).
+
+    text is the perturbed side of the input, text_pair the other text of a pair, kept in every input.
+    """
     masked = [replace_span(text, w.start, w.end, tokenizer.mask_token) for w in words]
-    pairs = None if text_pair is None else [text_pair] * (len(masked) + 1)
-    probs = class_probs(model, tokenizer, [text, *masked], max_length, text_pairs=pairs)
+    probs = input_probs(model, tokenizer, [ordered(t, text_pair, side) for t in (text, *masked)], max_length)
     label = int(probs[0].argmax())
     return probs[0, label] - probs[1:, label]
 
@@ -213,34 +146,53 @@ class Perturbation:
 
     sentence: int       # index of the original test example
     kind: str
-    text: str           # the original input
-    perturbed: str      # the input with the unit replaced
+    text: str           # the original text of the perturbed side
+    perturbed: str      # that text with the unit replaced
     original: str       # the replaced unit (word or phrase)
     replacement: str
     pos: str            # WordNet letter (word level) or constituent label (phrase level)
     importance: float   # word level: drop of the predicted class's probability when masked
     label: int = -1     # the gold label of the original example
-    text_pair: str | None = None  # the unperturbed second text of a pair task (MNLI's hypothesis)
+    text_pair: str | None = None  # the other, unperturbed text of a pair input
+    side: str = "text"  # "text": the first text (premise) is perturbed; "text_pair": the second
+
+    def __post_init__(self) -> None:
+        if self.side not in SIDES:
+            raise ValueError(f"side={self.side!r}; allowed: {', '.join(SIDES)}")
+        if self.side == "text_pair" and self.text_pair is None:
+            raise ValueError("side='text_pair' needs the other text of the pair (text_pair)")
+
+    def original_input(self) -> tuple[str, str | None]:
+        """The classifier's input before the perturbation: (first text, second text or None)."""
+        return ordered(self.text, self.text_pair, self.side)
+
+    def perturbed_input(self) -> tuple[str, str | None]:
+        """The classifier's input after the perturbation: (first text, second text or None)."""
+        return ordered(self.perturbed, self.text_pair, self.side)
 
 
 def word_perturbations(
     model, tokenizer, texts: list[str], synonyms, *, n_replace: int = 4, max_length: int = 64,
     seed: int = 0, labels: list[int] | None = None, text_pairs: list[str] | None = None,
+    sides: list[str] | None = None,
 ) -> tuple[list[Perturbation], dict[str, int]]:
-    """Word-level perturbations of each text (the first text of a pair), with counts of what was kept and why not."""
+    """Word-level perturbations of each text (both texts of a pair, one at a time), with counts of what was
+    kept and why not."""
     if not isinstance(n_replace, int) or n_replace < 1:
         raise ValueError(f"n_replace must be an int >= 1, got {n_replace!r}")
+    sides = check_sides(sides, text_pairs)
     rng = np.random.default_rng(seed)
     counts: Counter = Counter()
     out: list[Perturbation] = []
-    for i, text in enumerate(texts):
+    for i, side in ((i, side) for i in range(len(texts)) for side in sides):
         counts["sentences"] += 1
+        first, second = texts[i], None if text_pairs is None else text_pairs[i]
+        text, pair = (first, second) if side == "text" else (second, first)
         words = content_words(text, synonyms)
         if not words:
             counts["sentences without a content word"] += 1
             continue
-        pair = None if text_pairs is None else text_pairs[i]
-        importance = word_importance(model, tokenizer, text, words, max_length, pair)
+        importance = word_importance(model, tokenizer, text, words, max_length, pair, side)
         order = np.argsort(-importance, kind="stable")[:n_replace]
         for j in order:
             word = words[j]
@@ -253,7 +205,7 @@ def word_perturbations(
             out.append(Perturbation(
                 sentence=i, kind="word", text=text, perturbed=replace_span(text, word.start, word.end, new),
                 original=word.text, replacement=new, pos=word.pos, importance=float(importance[j]),
-                label=-1 if labels is None else int(labels[i]), text_pair=pair,
+                label=-1 if labels is None else int(labels[i]), text_pair=pair, side=side,
             ))
     return out, dict(counts)
 
@@ -309,10 +261,12 @@ def parse_tree(text: str) -> Tree:
     return tree
 
 
-def phrases(tree: Tree, labels: tuple[str, ...] | None = PHRASE_LABELS) -> list[tuple[int, int, str]]:
+def phrases(tree: Tree, labels: tuple[str, ...] | None = PHRASE_LABELS,
+            within: int | None = None) -> list[tuple[int, int, str]]:
     """Proper constituents (start, end word index, label), optionally only those with given labels.
 
     labels=None takes every constituent: SST's trees carry sentiment, not syntactic labels.
+    within: only constituents inside the first `within` words (a text cut to fit the model).
     """
     out: list[tuple[int, int, str]] = []
 
@@ -321,7 +275,8 @@ def phrases(tree: Tree, labels: tuple[str, ...] | None = PHRASE_LABELS) -> list[
         for child in node.children:
             end = end + 1 if isinstance(child, str) else walk(child, end, False)
         is_preterminal = len(node.children) == 1 and isinstance(node.children[0], str)
-        if not top and not is_preterminal and (labels is None or node.label in labels):
+        inside = within is None or end <= within
+        if not top and not is_preterminal and inside and (labels is None or node.label in labels):
             out.append((start, end, node.label))
         return end
 
@@ -329,21 +284,29 @@ def phrases(tree: Tree, labels: tuple[str, ...] | None = PHRASE_LABELS) -> list[
     return out
 
 
-def longest_phrase(tree: Tree, labels: tuple[str, ...] | None = PHRASE_LABELS) -> tuple[int, int, str] | None:
+def longest_phrase(tree: Tree, labels: tuple[str, ...] | None = PHRASE_LABELS,
+                   within: int | None = None) -> tuple[int, int, str] | None:
     """The longest proper constituent with one of `labels` (the first one on ties), or None."""
-    found = phrases(tree, labels)
+    found = phrases(tree, labels, within)
     return max(found, key=lambda p: (p[1] - p[0], -p[0])) if found else None
 
 
 def shortest_flipping_phrase(model, tokenizer, tree: Tree, *, max_words: int = 4, max_length: int = 128,
-                             labels: tuple[str, ...] | None = PHRASE_LABELS) -> tuple[int, int, str] | None:
-    """The shortest constituent of <= max_words words whose masking flips the prediction, or None."""
-    words = tree.leaves()
-    found = sorted((p for p in phrases(tree, labels) if p[1] - p[0] <= max_words), key=lambda p: (p[1] - p[0], p[0]))
+                             labels: tuple[str, ...] | None = PHRASE_LABELS, within: int | None = None,
+                             text_pair: str | None = None, side: str = "text") -> tuple[int, int, str] | None:
+    """The shortest constituent of <= max_words words whose masking flips the prediction, or None.
+
+    The tree is the perturbed side of the input, cut to its first `within` words; text_pair, the
+    other text of a pair, is kept in every classification.
+    """
+    words = tree.leaves()[:within]
+    found = sorted((p for p in phrases(tree, labels, within) if p[1] - p[0] <= max_words),
+                   key=lambda p: (p[1] - p[0], p[0]))
     if not found:
         return None
     masked = [" ".join(words[:s] + [tokenizer.mask_token] + words[e:]) for s, e, _ in found]
-    probs = class_probs(model, tokenizer, [" ".join(words), *masked], max_length)
+    texts = [" ".join(words), *masked]
+    probs = input_probs(model, tokenizer, [ordered(t, text_pair, side) for t in texts], max_length)
     flipped = probs[1:].argmax(1) != probs[0].argmax()
     return found[int(np.flatnonzero(flipped)[0])] if flipped.any() else None
 
@@ -394,26 +357,37 @@ class BackTranslator:
 def phrase_perturbations(
     model, tokenizer, trees: list[str], kind: str, translate, *, max_words: int = 4, max_length: int = 128,
     labels: tuple[str, ...] | None = PHRASE_LABELS, gold: list[int] | None = None,
+    text_pairs: list[str] | None = None, side: str = "text", max_text_tokens: int | None = None,
 ) -> tuple[list[Perturbation], dict[str, int]]:
-    """Phrase-level perturbations: the chosen constituent of each tree replaced by its back-translation."""
+    """Phrase-level perturbations: the chosen constituent of each tree replaced by its back-translation.
+
+    The trees are one side of the inputs; text_pairs (aligned with them) the other text of a pair
+    input, kept unperturbed, and `side` says which side the trees are. max_text_tokens cuts both
+    texts to that many tokens (the tree to its leading words that fit) before any phrase is chosen.
+    """
     check_kind(kind)
     if kind == "word":
         raise ValueError("phrase_perturbations: kind='word' is word level; use word_perturbations")
+    check_sides([side], text_pairs)
     counts: Counter = Counter()
     chosen = []
     for i, text in enumerate(trees):
         counts["sentences"] += 1
         tree = parse_tree(text)
-        span = (longest_phrase(tree, labels) if kind == "long-phrase" else
+        within = words_within(tokenizer, tree.leaves(), max_text_tokens) if max_text_tokens else None
+        pair = None if text_pairs is None else text_pairs[i]
+        if pair is not None and max_text_tokens:
+            pair = fit_text(tokenizer, pair, max_text_tokens)
+        span = (longest_phrase(tree, labels, within) if kind == "long-phrase" else
                 shortest_flipping_phrase(model, tokenizer, tree, max_words=max_words, max_length=max_length,
-                                         labels=labels))
+                                         labels=labels, within=within, text_pair=pair, side=side))
         if span is None:
             counts["no qualifying phrase"] += 1
             continue
-        chosen.append((i, tree.leaves(), span))
-    paraphrases = translate([" ".join(w[s:e]) for _, w, (s, e, _) in chosen]) if chosen else []
+        chosen.append((i, tree.leaves()[:within], span, pair))
+    paraphrases = translate([" ".join(w[s:e]) for _, w, (s, e, _), _ in chosen]) if chosen else []
     out = []
-    for (i, words, (s, e, label)), new in zip(chosen, paraphrases):
+    for (i, words, (s, e, label), pair), new in zip(chosen, paraphrases):
         old = " ".join(words[s:e])
         if new.strip().lower() == old.lower() or not new.strip():
             counts["paraphrase equals the phrase"] += 1
@@ -422,16 +396,32 @@ def phrase_perturbations(
         out.append(Perturbation(
             sentence=i, kind=kind, text=" ".join(words), perturbed=" ".join(words[:s] + [new.strip()] + words[e:]),
             original=old, replacement=new.strip(), pos=label, importance=float("nan"),
-            label=-1 if gold is None else int(gold[i]),
+            label=-1 if gold is None else int(gold[i]), text_pair=pair, side=side,
         ))
+    return out, dict(counts)
+
+
+def parsed_perturbations(model, tokenizer, parsed: dict, kind: str, translate, *, sides: list[str] | None = None,
+                         **options) -> tuple[list[Perturbation], dict[str, int]]:
+    """Phrase-level perturbations of `load_parsed_test`'s inputs: each side of a pair in turn, counts summed."""
+    sides = check_sides(sides, parsed["text_pairs"])
+    out: list[Perturbation] = []
+    counts: Counter = Counter()
+    for side in sides:
+        trees, others = ((parsed["trees"], parsed["text_pairs"]) if side == "text" else
+                         (parsed["pair_trees"], parsed["texts"]))
+        found, count = phrase_perturbations(model, tokenizer, trees, kind, translate, gold=parsed["labels"],
+                                            text_pairs=others, side=side, **options)
+        out += found
+        counts.update(count)
     return out, dict(counts)
 
 
 def load_parsed_test(task: str, limit: int | None = None) -> dict[str, list]:
     """Parsed test inputs for the phrase level (hub, needs the network): trees, labels, text pairs.
 
-    mnli: MultiNLI's matched validation set with its premise parses (the hypothesis is kept as
-    the pair). sst2: SST's PTB trees of the validation sentences; their node labels are
+    mnli: MultiNLI's matched validation set with the parses of premise (`trees`) and hypothesis
+    (`pair_trees`) and both texts (`texts`, `text_pairs`). sst2: SST's PTB trees of the validation sentences; their node labels are
     sentiment (0-4), not syntactic, so use `labels=None` in phrase_perturbations there; the root
     label gives the binary SST-2 label (neutral sentences dropped).
     """
@@ -444,7 +434,8 @@ def load_parsed_test(task: str, limit: int | None = None) -> dict[str, list]:
         ds = ds.filter(lambda r: r["label"] >= 0)
         if limit:
             ds = ds.select(range(min(limit, len(ds))))
-        return {"trees": ds["premise_parse"], "labels": ds["label"], "text_pairs": ds["hypothesis"]}
+        return {"trees": ds["premise_parse"], "pair_trees": ds["hypothesis_parse"], "texts": ds["premise"],
+                "text_pairs": ds["hypothesis"], "labels": ds["label"]}
     if task == "sst2":
         ds = load_hub_dataset("task 'sst2' with trees", alternative, "stanfordnlp/sst", "ptb", split="validation")
         trees, labels = [], []
@@ -455,5 +446,5 @@ def load_parsed_test(task: str, limit: int | None = None) -> dict[str, list]:
                 labels.append(int(root > 2))
         if limit:
             trees, labels = trees[:limit], labels[:limit]
-        return {"trees": trees, "labels": labels, "text_pairs": None}
+        return {"trees": trees, "labels": labels, "text_pairs": None}  # single texts: no pair_trees
     raise ValueError(f"load_parsed_test: task={task!r} has no parses; allowed: mnli, sst2")

@@ -6,9 +6,13 @@ For each perturbed test input (see mlmlib.perturb):
 * Delta-distribution: how far apart the *pretrained* MLM puts the original unit and its
   replacement: the L1 distance between its distributions at the [MASK] of a template
   filled once with each. Templates are strings with `{x}` (the replaced word or phrase)
-  and/or `{sentence}` (the whole input) slots and exactly one [MASK]; a template may be
-  restricted to verbalizer words (the task prompt "{sentence} It was [MASK] ." over
-  great/terrible), then the distribution is the softmax over those words' logits only.
+  and/or `{sentence}` (the whole perturbed text) slots, or `{premise}` and `{hypothesis}` (the
+  first and second text of a pair input, MNLI's prompt "{premise} ? [MASK] , {hypothesis}"), and
+  exactly one [MASK]; a template may be restricted to verbalizer words (the task prompt
+  "{sentence} It was [MASK] ." over great/terrible, MNLI's over yes/maybe/no), then the
+  distribution is the softmax over those words' logits only. The tag-matched template
+  (TAG_MATCHED) fills, for each perturbation, the `{x}` template the paper's code picks by the
+  replaced unit's tag.
 The claim: Pearson r between the two is low, per template, across fine-tuning checkpoints
 and training-data ratios; its verdict is computed in `mlmlib.papers.distributional.claims`.
 """
@@ -26,8 +30,17 @@ from mlmlib import stats
 from mlmlib.tokenize import encode
 
 MASK = "[MASK]"
-SLOTS = ("x", "sentence")
+SLOTS = ("x", "sentence", "premise", "hypothesis")
+PAIR_SLOTS = ("premise", "hypothesis")
 DISTANCES = ("l1", "tv")
+MNLI_TEMPLATE = "{premise} ? [MASK] , {hypothesis}"
+MNLI_VERBALIZERS = ["yes", "maybe", "no"]
+# The paper's code picks the phrase template by the replaced unit's tag (a verb phrase or verb,
+# a noun phrase or noun, an adjective phrase or adjective); the word level's WordNet letters map
+# to the same three.
+TAG_MATCHED = "{x} template matched to the tag"
+TAG_TEMPLATES = {"VP": "[MASK] {x}", "NP": "{x} [MASK]", "ADJP": "[MASK] is {x}"}
+_WORDNET_TAGS = {"v": "VP", "n": "NP", "a": "ADJP"}
 
 
 # ---------------------------------------------------------------- distances
@@ -51,8 +64,11 @@ def template_slots(template: str) -> set[str]:
 
 
 def check_templates(templates: list[str], verbalizers: dict[str, list[str]] | None = None,
-                    tokenizer=None) -> None:
-    """Fail early on a template without exactly one [MASK], without a slot or with an unknown one."""
+                    tokenizer=None, pairs: bool | None = None) -> None:
+    """Fail early on a template without exactly one [MASK], without a slot or with an unknown one.
+
+    pairs=False (a task of single texts) also rejects the {premise}/{hypothesis} slots.
+    """
     if not isinstance(templates, (list, tuple)) or not templates:
         raise ValueError("templates must be a non-empty list of strings such as '{x} [MASK]'")
     for t in templates:
@@ -68,7 +84,11 @@ def check_templates(templates: list[str], verbalizers: dict[str, list[str]] | No
             raise ValueError(f"template {t!r} has no slot; use {{x}} (the replaced unit) and/or {{sentence}}")
         unknown = slots - set(SLOTS)
         if unknown:
-            raise ValueError(f"template {t!r} has unknown slot(s) {sorted(unknown)}; allowed: {{x}}, {{sentence}}")
+            raise ValueError(f"template {t!r} has unknown slot(s) {sorted(unknown)}; allowed: "
+                             + ", ".join(f"{{{slot}}}" for slot in SLOTS))
+        if pairs is False and slots & set(PAIR_SLOTS):
+            raise ValueError(f"template {t!r} fills {{premise}}/{{hypothesis}}, but the task's inputs are "
+                             "single texts, not pairs")
     for t, words in (verbalizers or {}).items():
         if t not in templates:
             raise ValueError(f"verbalizers: template {t!r} is not in templates {list(templates)}")
@@ -81,9 +101,33 @@ def check_templates(templates: list[str], verbalizers: dict[str, list[str]] | No
                 raise ValueError(f"verbalizers[{t!r}]: {missing} are not single tokens of the MLM's vocabulary")
 
 
-def fill(template: str, x: str, sentence: str, mask_token: str = MASK) -> str:
-    """A template with its slots filled (and [MASK] written as the tokenizer's mask token)."""
-    return template.replace(MASK, "\x00").format(x=x, sentence=sentence).replace("\x00", mask_token)
+def fill(template: str, x: str, sentence: str, mask_token: str = MASK, pair: tuple | None = None) -> str:
+    """A template with its slots filled (and [MASK] written as the tokenizer's mask token).
+
+    pair: the (premise, hypothesis) input for the {premise}/{hypothesis} slots.
+    """
+    premise, hypothesis = pair if pair is not None else (None, None)
+    if hypothesis is None and template_slots(template) & set(PAIR_SLOTS):
+        raise ValueError(f"template {template!r} needs a pair input (premise, hypothesis), got {pair!r}")
+    return (template.replace(MASK, "\x00").format(x=x, sentence=sentence, premise=premise, hypothesis=hypothesis)
+            .replace("\x00", mask_token))
+
+
+def tag_template(tag: str) -> str | None:
+    """The `{x}` template the paper's code uses for a unit with this tag (phrase label, Penn tag or WordNet letter)."""
+    tag = _WORDNET_TAGS.get(tag, tag)
+    if tag == "ADJP" or tag.startswith("J"):
+        return TAG_TEMPLATES["ADJP"]
+    if tag.startswith(("V", "N")):
+        return TAG_TEMPLATES[tag[0] + "P"]
+    return None
+
+
+def filled_templates(template: str, perturbations, mask_token: str = MASK) -> tuple[list[str], list[str]]:
+    """Each perturbation's template filled with the original and with the perturbed unit, input and pair."""
+    before = [fill(template, p.original, p.text, mask_token, p.original_input()) for p in perturbations]
+    after = [fill(template, p.replacement, p.perturbed, mask_token, p.perturbed_input()) for p in perturbations]
+    return before, after
 
 
 @torch.no_grad()
@@ -111,17 +155,17 @@ def mask_distributions(mlm, tokenizer, texts: list[str], *, words: list[str] | N
     return np.concatenate(out)
 
 
-def delta_distribution(mlm, tokenizer, originals: list[str], replacements: list[str], sentences: list[str],
-                       perturbed: list[str], template: str, *, words: list[str] | None = None,
+def delta_distribution(mlm, tokenizer, before: list[str], after: list[str], *, words: list[str] | None = None,
                        max_length: int = 128, batch_size: int = 256, metric: str = "l1") -> np.ndarray:
-    """Per example, the distance between the MLM's [MASK] distributions for original and replacement."""
-    check_templates([template], {template: words} if words else None, tokenizer)
-    a = [fill(template, x, s, tokenizer.mask_token) for x, s in zip(originals, sentences)]
-    b = [fill(template, x, s, tokenizer.mask_token) for x, s in zip(replacements, perturbed)]
-    unique = sorted(set(a) | set(b))  # the same word recurs: run each filled template once
+    """Per example, the distance between the MLM's [MASK] distributions on two filled templates."""
+    if len(before) != len(after):
+        raise ValueError(f"delta_distribution: {len(before)} filled templates before, {len(after)} after")
+    if not before:
+        return np.zeros(0)
+    unique = sorted(set(before) | set(after))  # the same word recurs: run each filled template once
     probs = mask_distributions(mlm, tokenizer, unique, words=words, max_length=max_length, batch_size=batch_size)
     row = {t: i for i, t in enumerate(unique)}
-    return distance(probs[[row[t] for t in a]], probs[[row[t] for t in b]], metric)
+    return distance(probs[[row[t] for t in before]], probs[[row[t] for t in after]], metric)
 
 
 # ---------------------------------------------------------------- fine-tuned models
@@ -137,37 +181,79 @@ def check_fractions(name: str, values: list[float]) -> list[float]:
     return [float(v) for v in values]
 
 
-def finetune_family(build_model, train: dict, validation: dict, config, *, checkpoints: list[float],
-                    ratios: list[float], folder: str | Path, seed: int = 0) -> list[dict]:
-    """Fine-tune the models the analysis compares; returns rows {model, group, value, path, steps, val}.
+SELECTION_FROM_TRAIN = "train-holdout"
 
-    * checkpoints: the full-data run saved after each fraction of its steps. It is trained in
-      segments (one `finetune` call per segment, continuing from the previous weights, the
-      linear schedule restarted, warm-up in the first only), since `finetune` keeps no
-      intermediate weights.
-    * ratios: a fresh model on a seeded random fraction of the training set, same epochs;
-      ratio 1.0 is the full run's last checkpoint when that is at 1.0.
+
+def task_splits(data, *, test_split: str, selection_split: str = "validation", holdout: int = 1000,
+                seed: int = 0) -> dict:
+    """The task's train, selection and test splits, disjoint: selection picks the models, test is perturbed.
+
+    selection_split is a split of `data` other than the test split, or "train-holdout": `holdout`
+    seeded random training examples, taken out of train (for GLUE, whose validation split is the test).
+    """
+    splits = [s for s in data if s != "train"]
+    if test_split not in splits:
+        raise ValueError(f"test_split={test_split!r} is not a split of the task; allowed: {', '.join(splits)}")
+    if selection_split == test_split:
+        raise ValueError(f"selection_split={selection_split!r} is the test split: the models would be selected "
+                         f"on the inputs they are tested on; use another split or {SELECTION_FROM_TRAIN!r}")
+    if selection_split == SELECTION_FROM_TRAIN:
+        n = len(data["train"])
+        if not isinstance(holdout, int) or not 0 < holdout < n:
+            raise ValueError(f"holdout must be an int in [1, {n - 1}] (training examples), got {holdout!r}")
+        order = np.random.default_rng(seed).permutation(n)
+        train = data["train"].select(np.sort(order[holdout:]))
+        selection = data["train"].select(np.sort(order[:holdout]))
+        return {"train": train, "selection": selection, "test": data[test_split]}
+    if selection_split not in splits:
+        raise ValueError(f"selection_split={selection_split!r} is not a split of the task; allowed: "
+                         f"{', '.join(s for s in splits if s != test_split)} or {SELECTION_FROM_TRAIN!r}")
+    return {"train": data["train"], "selection": data[selection_split], "test": data[test_split]}
+
+
+def snapshot_steps(checkpoints: list[float], total: int) -> dict[int, float]:
+    """The step at which each checkpoint fraction of a `total`-step run is saved: {step: fraction}."""
+    steps = {max(1, round(frac * total)): frac for frac in checkpoints}
+    if len(steps) < len(checkpoints):
+        raise ValueError(f"checkpoints={checkpoints}: two of them fall on the same step of a {total}-step run; "
+                         "use fewer checkpoints or more training steps")
+    return steps
+
+
+def finetune_family(build_model, train: dict, selection: dict, config, *, checkpoints: list[float],
+                    ratios: list[float], folder: str | Path, seed: int = 0) -> list[dict]:
+    """Fine-tune the models the analysis compares; returns rows {model, group, value, path, steps, lr, val_accuracy}.
+
+    * checkpoints: one run on all the training data (one optimizer, one warm-up and linear decay),
+      its weights saved as they are after each fraction of its steps; `lr` is the learning rate of
+      the step before the snapshot, `val_accuracy` the snapshot's accuracy on the selection split.
+    * ratios: a fresh model on a seeded random fraction of the training set, same epochs, its
+      best weights on the selection split kept; ratio 1.0 is the full run's last checkpoint when
+      that is at 1.0.
     """
     import dataclasses
 
-    from mlmlib.finetune import finetune
+    from mlmlib.finetune import evaluate, finetune
     from mlmlib.models import save_model
 
     checkpoints, ratios = check_fractions("checkpoints", checkpoints), check_fractions("ratios", ratios)
     folder = Path(folder)
     n = train["input_ids"].shape[0]
     total = config.max_steps or config.epochs * math.ceil(n / config.batch_size)
+    at_step = snapshot_steps(checkpoints, total)
     rows = []
-    model, done = build_model(), 0
-    for i, frac in enumerate(checkpoints):
-        steps = max(1, round(frac * total) - done)
-        seg = dataclasses.replace(config, max_steps=steps, eval_every=steps, patience=None,
-                                  warmup_frac=config.warmup_frac if i == 0 else 0.0, seed=config.seed + i)
-        result = finetune(model, train, validation, seg)
-        done += steps
+
+    def snapshot(step: int, model, lr: float) -> None:
+        if step not in at_step:
+            return
+        frac = at_step[step]
         path = save_model(model, folder / f"checkpoint-{frac:g}")
         rows.append({"model": f"checkpoint {frac:g}", "group": "checkpoint", "value": frac, "path": str(path),
-                     "steps": done, "val_accuracy": result.validation.get("accuracy")})
+                     "steps": step, "lr": lr, "val_accuracy": evaluate(model, selection)["accuracy"]})
+
+    # no early stopping and one validation at the end: the run goes through its whole schedule
+    whole_run = dataclasses.replace(config, max_steps=total, eval_every=total, patience=None)
+    finetune(build_model(), train, selection, whole_run, on_step=snapshot)
     full_run = rows[-1]
     rng = np.random.default_rng(seed)
     for ratio in ratios:
@@ -177,10 +263,11 @@ def finetune_family(build_model, train: dict, validation: dict, config, *, check
         idx = torch.as_tensor(np.sort(rng.permutation(n)[: max(1, round(ratio * n))]))
         subset = {k: v[idx] for k, v in train.items()}
         model = build_model()
-        result = finetune(model, subset, validation, dataclasses.replace(config, max_steps=None))
+        result = finetune(model, subset, selection, dataclasses.replace(config, max_steps=None))
         path = save_model(model, folder / f"ratio-{ratio:g}")
         rows.append({"model": f"ratio {ratio:g}", "group": "ratio", "value": ratio, "path": str(path),
-                     "steps": result.steps, "val_accuracy": result.validation.get("accuracy")})
+                     "steps": result.steps, "lr": float("nan"),
+                     "val_accuracy": result.validation.get("accuracy")})
     return rows
 
 
@@ -205,23 +292,35 @@ def correlation(x, y, n_boot: int = 1000, seed: int = 0) -> stats.Interval:
 
 def delta_pred(model, tokenizer, perturbations, *, max_length: int = 128, metric: str = "l1") -> np.ndarray:
     """Per perturbation, the distance between the classifier's outputs on the original and perturbed input."""
-    from mlmlib.papers.distributional.perturb import class_probs
+    from mlmlib.papers.distributional.perturb import input_probs
 
-    pairs = [p.text_pair for p in perturbations]
-    pairs = None if all(x is None for x in pairs) else pairs
-    before = class_probs(model, tokenizer, [p.text for p in perturbations], max_length, text_pairs=pairs)
-    after = class_probs(model, tokenizer, [p.perturbed for p in perturbations], max_length, text_pairs=pairs)
+    before = input_probs(model, tokenizer, [p.original_input() for p in perturbations], max_length)
+    after = input_probs(model, tokenizer, [p.perturbed_input() for p in perturbations], max_length)
     return distance(before, after, metric)
 
 
+def delta_by_tag(mlm, tokenizer, perturbations, *, max_length: int = 128, metric: str = "l1") -> np.ndarray:
+    """Delta-distribution with each perturbation's tag-matched template; NaN where its tag has none."""
+    out = np.full(len(perturbations), np.nan)
+    templates = [tag_template(p.pos) for p in perturbations]
+    for template in sorted({t for t in templates if t is not None}):
+        idx = [i for i, t in enumerate(templates) if t == template]
+        before, after = filled_templates(template, [perturbations[i] for i in idx], tokenizer.mask_token)
+        out[idx] = delta_distribution(mlm, tokenizer, before, after, max_length=max_length, metric=metric)
+    return out
+
+
 def delta_distributions(mlm, tokenizer, perturbations, templates: list[str],
-                        verbalizers: dict[str, list[str]] | None = None, *, max_length: int = 128,
-                        metric: str = "l1") -> dict[str, np.ndarray]:
-    """Delta-distribution per template (validated before any inference)."""
+                        verbalizers: dict[str, list[str]] | None = None, *, tag_matched: bool = False,
+                        max_length: int = 128, metric: str = "l1") -> dict[str, np.ndarray]:
+    """Delta-distribution per template (validated before any inference), and by tag under TAG_MATCHED."""
     verbalizers = verbalizers or {}
     check_templates(templates, verbalizers, tokenizer)
-    cols = {k: [getattr(p, k) for p in perturbations] for k in ("original", "replacement", "text", "perturbed")}
-    return {t: delta_distribution(mlm, tokenizer, cols["original"], cols["replacement"], cols["text"],
-                                  cols["perturbed"], t, words=verbalizers.get(t), max_length=max_length,
-                                  metric=metric)
-            for t in templates}
+    out = {}
+    for t in templates:
+        before, after = filled_templates(t, perturbations, tokenizer.mask_token)
+        out[t] = delta_distribution(mlm, tokenizer, before, after, words=verbalizers.get(t),
+                                    max_length=max_length, metric=metric)
+    if tag_matched:
+        out[TAG_MATCHED] = delta_by_tag(mlm, tokenizer, perturbations, max_length=max_length, metric=metric)
+    return out

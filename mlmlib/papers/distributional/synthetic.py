@@ -27,14 +27,16 @@ from mlmlib.atomic import write_json
 from mlmlib.data import synthetic as syn
 from mlmlib.models import saved_files
 
-MODELS = ("scratch", "with", "without", "shuffled", "cbow")
+MODELS = ("scratch", "with", "without", "shuffled", "cbow", "cbow-frozen")
 MODEL_LABELS = {
     "scratch": "scratch",
     "with": "WITH (mix)",
     "without": "WITHOUT (shift)",
     "shuffled": "shuffled WITH",
     "cbow": "CBOW embeddings",
+    "cbow-frozen": "CBOW embeddings, frozen",
 }
+CBOW_MODELS = ("cbow", "cbow-frozen")  # both start from the same vectors; the second never trains its embeddings
 PRETRAINED_FROM = {"with": "mix", "without": "shift", "shuffled": "mix"}  # model -> corpus
 MLM_KIND = "paper_a_mlm"
 CBOW_KIND = "paper_a_cbow"
@@ -257,15 +259,39 @@ def cbow_embeddings(tokens: np.ndarray, n_sets: int, dim: int, window: int = 5, 
 
 @dataclass
 class CbowConfig:
-    """word2vec CBOW settings (gensim): window and epochs; the dimension is the encoder's width."""
+    """word2vec CBOW settings (gensim) and the scale of the vectors in the embedding layer.
+
+    The dimension is the encoder's width. The authors' code trains 5 epochs, then 10 more (15),
+    with window 5, and rescales the whole vector matrix to a standard deviation of 0.03.
+    """
 
     window: int = 5
-    epochs: int = 5
+    epochs: int = 15
+    std: float = 0.03  # standard deviation of the vectors placed in the embedding layer
+
+    def __post_init__(self) -> None:
+        for name in ("window", "epochs"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"cbow {name} must be an int >= 1, got {value!r}")
+        if isinstance(self.std, bool) or not isinstance(self.std, int | float) or not self.std > 0:
+            raise ValueError(f"cbow std must be a number > 0, got {self.std!r}")
+
+
+def scaled_to_std(vectors: np.ndarray, std: float) -> np.ndarray:
+    """The vectors multiplied by one factor so that the whole matrix has standard deviation `std`."""
+    spread = float(np.std(vectors))
+    if not spread > 0:
+        raise ValueError("the CBOW vectors are all equal: they cannot be scaled to a standard deviation")
+    return (vectors * (std / spread)).astype(np.float32)
 
 
 def cached_cbow(setup: Setup, cbow: CbowConfig) -> np.ndarray:
-    """CBOW vectors trained on the `mix` corpus, built once and cached."""
-    key = {"corpus": "mix", **asdict(setup), **asdict(cbow)}
+    """CBOW vectors (unscaled) trained on the MLM's own `mix` corpus, built once and cached.
+
+    The same sequences, and so the same sequence length, as the MLM pretraining.
+    """
+    key = {"corpus": "mix", **asdict(setup), "window": cbow.window, "epochs": cbow.epochs}
 
     def build(folder: Path) -> None:
         vectors = cbow_embeddings(setup.corpus("mix"), setup.n_sets, setup.hidden, cbow.window,
@@ -299,10 +325,11 @@ class Sweep:
     models: list[str] = field(default_factory=lambda: list(MODELS))
     train_ratios: list[float] = field(default_factory=lambda: [0.125, 0.25, 0.5, 1.0])
     bd2_fractions: list[float] = field(default_factory=lambda: [0.0])
-    # Models fine-tuned at the B-D2 fractions above 0, only at the largest training size (the
-    # paper's B-D2 question is about the mixture, not the learning curve); None: all `models`
-    # at every size and fraction.
+    # Models fine-tuned at the B-D2 fractions above 0; None: all `models`.
     bd2_models: list[str] | None = None
+    # True: the mixtures are fine-tuned at every train ratio (the paper's learning curves);
+    # False: at the largest only (cheaper: smoke).
+    bd2_curves: bool = False
     test_sets: list[str] = field(default_factory=lambda: list(syn.TEST_SETS))
     pool_size: int = 3200  # labelled training examples at ratio 1.0 (the paper: 100k)
     valid_size: int = 500
@@ -325,6 +352,9 @@ class Sweep:
                                             or any(m not in self.models for m in self.bd2_models)):
             raise ValueError(f"bd2_models must be None or a non-empty list from models {self.models!r}, "
                              f"got {self.bd2_models!r}")
+        if not isinstance(self.bd2_curves, bool):
+            raise ValueError(f"bd2_curves must be true (mixtures at every train ratio) or false "  # noqa: TRY004
+                             f"(at the largest only), got {self.bd2_curves!r}")
         bad = [t for t in self.test_sets if t not in syn.TEST_SETS]
         if bad or not self.test_sets:
             raise ValueError(f"test_sets must be a non-empty list from {syn.TEST_SETS}, got {self.test_sets!r}")
@@ -341,6 +371,18 @@ class Sweep:
                              f"{min(self.train_ratios)} x {self.pool_size}) must hold at least 2 examples")
         if self.length + 1 > setup.max_len:
             raise ValueError(f"length + 1 ([CLS]) must be <= max_len ({setup.max_len}), got {self.length}")
+
+    def plan_at(self, fraction: float) -> tuple[list[float], list[str]]:
+        """The train ratios and the models fine-tuned at one B-D2 fraction."""
+        if fraction == 0:
+            return list(self.train_ratios), list(self.models)
+        ratios = list(self.train_ratios) if self.bd2_curves else [max(self.train_ratios)]
+        return ratios, list(self.models if self.bd2_models is None else self.bd2_models)
+
+    def planned_runs(self) -> list[tuple[float, float, str]]:
+        """Every (B-D2 fraction, train ratio, model) fine-tuned by one seed, in run order."""
+        return [(fraction, ratio, model) for fraction in self.bd2_fractions
+                for ratio in self.plan_at(fraction)[0] for model in self.plan_at(fraction)[1]]
 
 
 def _draw(lang: syn.Language, name: str, n: int, length: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -369,9 +411,33 @@ def test_sets(lang: syn.Language, names: list[str], size: int, length: int, seed
             for i, name in enumerate(syn.TEST_SETS) if name in names}
 
 
+def freeze_embeddings(clf) -> None:
+    """Stop fine-tuning from changing the embedding layer: words, positions, token types, LayerNorm.
+
+    The whole `bert.embeddings` module, as the authors' code freezes it.
+    """
+    for param in clf.bert.embeddings.parameters():
+        param.requires_grad_(False)
+
+
+def cbow_classifier(setup: Setup, seed: int, vectors: np.ndarray | None, std: float, frozen: bool):
+    """A random encoder whose token embeddings are the CBOW vectors scaled to `std`, optionally frozen."""
+    from mlmlib.models import bert_classifier
+
+    if vectors is None or vectors.shape != (2 * setup.n_sets, setup.hidden):
+        raise ValueError(f"a CBOW model needs cbow_vectors of shape ({2 * setup.n_sets}, {setup.hidden})")
+    clf = bert_classifier(setup.model_size(), 2, seed=seed)
+    with torch.no_grad():  # the token rows only; [MASK]/[PAD]/[CLS] and positions stay random
+        clf.bert.embeddings.word_embeddings.weight[: 2 * setup.n_sets] = torch.from_numpy(
+            scaled_to_std(vectors, std))
+    if frozen:
+        freeze_embeddings(clf)
+    return clf
+
+
 def build_classifier(model: str, setup: Setup, seed: int, pretrained: dict[str, Path] | None = None,
-                     cbow_vectors: np.ndarray | None = None):
-    """A fresh classifier for one arm: scratch, WITH, WITHOUT, shuffled WITH, or CBOW embeddings."""
+                     cbow_vectors: np.ndarray | None = None, cbow_std: float = CbowConfig.std):
+    """A fresh classifier for one arm: scratch, WITH, WITHOUT, shuffled WITH, or CBOW (frozen) embeddings."""
     from mlmlib.models import bert_classifier, load_state
 
     if model not in MODELS:
@@ -379,13 +445,8 @@ def build_classifier(model: str, setup: Setup, seed: int, pretrained: dict[str, 
     size = setup.model_size()
     if model == "scratch":
         return bert_classifier(size, 2, seed=seed)
-    if model == "cbow":
-        if cbow_vectors is None or cbow_vectors.shape != (2 * setup.n_sets, setup.hidden):
-            raise ValueError(f"model 'cbow' needs cbow_vectors of shape ({2 * setup.n_sets}, {setup.hidden})")
-        clf = bert_classifier(size, 2, seed=seed)
-        with torch.no_grad():  # the token rows only; [MASK]/[PAD]/[CLS] and positions stay random
-            clf.bert.embeddings.word_embeddings.weight[: 2 * setup.n_sets] = torch.from_numpy(cbow_vectors)
-        return clf
+    if model in CBOW_MODELS:
+        return cbow_classifier(setup, seed, cbow_vectors, cbow_std, frozen=model == "cbow-frozen")
     if not pretrained or PRETRAINED_FROM[model] not in pretrained:
         raise ValueError(f"model {model!r} needs the model pretrained on {PRETRAINED_FROM[model]!r}")
     state = load_state(Path(pretrained[PRETRAINED_FROM[model]]) / "model")
@@ -413,22 +474,20 @@ def run_sweep(setup: Setup, sweep: Sweep, seed: int, progress: bool | None = Fal
     lang = syn.make_language(setup.language())
     tests = {k: (encode(t, setup.n_sets), y) for k, (t, y) in
              test_sets(lang, sweep.test_sets, sweep.test_size, sweep.length, setup.language_seed).items()}
-    vectors = cached_cbow(setup, sweep.cbow) if "cbow" in sweep.models else None
+    vectors = cached_cbow(setup, sweep.cbow) if set(CBOW_MODELS) & set(sweep.models) else None
     rows = []
     for fraction in sweep.bd2_fractions:
         val_tok, val_lab = training_set(lang, sweep.valid_size, sweep.length, sweep.valid_size,
                                         fraction, seed=100_000 + 10 * seed + 5)
         valid = encode(val_tok, setup.n_sets, val_lab)
-        ratios, models = sweep.train_ratios, sweep.models
-        if fraction > 0 and sweep.bd2_models is not None:
-            ratios, models = [max(sweep.train_ratios)], sweep.bd2_models
+        ratios, models = sweep.plan_at(fraction)
         for ratio in ratios:
             size = max(2, round(ratio * sweep.pool_size))
             tok, lab = training_set(lang, sweep.pool_size, sweep.length, size, fraction,
                                     seed=100_000 + 10 * seed)
             train = encode(tok, setup.n_sets, lab)
             for model in models:
-                clf = build_classifier(model, setup, seed, pretrained, vectors)
+                clf = build_classifier(model, setup, seed, pretrained, vectors, sweep.cbow.std)
                 config = FinetuneConfig(max_steps=sweep.max_steps, batch_size=sweep.batch_size, lr=sweep.lr,
                                         eval_every=sweep.eval_every, patience=sweep.patience, seed=seed)
                 result = finetune(clf, train, valid, config, progress=progress)
@@ -441,6 +500,6 @@ def run_sweep(setup: Setup, sweep: Sweep, seed: int, progress: bool | None = Fal
                                  "prior": stats.class_prior(labels), "steps": result.steps,
                                  "best_step": result.best_step, "fine_tune_seed": seed})
                 if log:
-                    log(f"B-D2 {fraction:.2f} | n={size:5d} | {model:8s} | steps {result.steps:4d} | "
+                    log(f"B-D2 {fraction:.2f} | n={size:5d} | {model:11s} | steps {result.steps:4d} | "
                         + " ".join(f"{k} {v:.3f}" for k, v in accs.items()))
     return rows
