@@ -224,7 +224,7 @@ def finetune(
         if bar is not None:
             bar.update(1)
         elif not progress and time.perf_counter() - last_print >= PROGRESS_EVERY_S:
-            print(f"step {step}/{total} | loss {float(loss):.4f}", flush=True)  # batch heartbeat
+            print(f"step {step}/{total} | loss {float(loss.detach()):.4f}", flush=True)  # batch heartbeat
             last_print = time.perf_counter()
         if step % eval_every == 0 or step == total:
             scores = evaluate(model, validation, config.eval_batch_size)

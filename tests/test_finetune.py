@@ -63,3 +63,17 @@ def test_metrics_and_validation():
     with pytest.raises(ValueError, match="labels"):
         finetune(model, {"input_ids": torch.zeros(2, 3, dtype=torch.long),
                          "attention_mask": torch.ones(2, 3)}, task(8, 1), FinetuneConfig())
+
+
+def test_quiet_heartbeat_prints_without_warnings(monkeypatch, capsys):
+    import warnings
+
+    import mlmlib.finetune
+
+    monkeypatch.setattr(mlmlib.finetune, "PROGRESS_EVERY_S", 0.0)  # a heartbeat every step
+    train, val = task(64, 0), task(32, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. float() of a loss that requires grad
+        finetune(bert_classifier(SIZE, 2, seed=0), train, val,
+                 FinetuneConfig(epochs=1, batch_size=32, eval_every=100, seed=0), progress=False)
+    assert "step 1/2 | loss" in capsys.readouterr().out

@@ -248,3 +248,16 @@ def test_sampler_matches_softmax():
     torch.testing.assert_close(freq, torch.softmax(logits[0], 0), atol=0.01, rtol=0)
     hot = sample_logits(logits, 0.01, torch.Generator().manual_seed(0))
     assert (hot == 2).all()
+
+
+def test_quiet_heartbeat_between_log_steps_prints_without_warnings(monkeypatch, capsys):
+    import warnings
+
+    import mlmlib.pretrain
+
+    monkeypatch.setattr(mlmlib.pretrain, "PROGRESS_EVERY_S", 0.0)  # a heartbeat every step
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. float() of a loss that requires grad
+        pretrain(bert_mlm(SIZE, seed=0), make_data(), cfg(steps=3, log_every=3),
+                 mask_id=MASK, num_special=NSPEC, progress=False)
+    assert "step 1/3 | loss" in capsys.readouterr().out
