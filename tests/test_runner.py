@@ -195,6 +195,25 @@ def test_a_second_batch_skips_everything(project):
     assert "0 ran, 3 skipped" in _cli(root, "run", "--profile", "p").stdout
 
 
+def test_a_killed_reruns_notebook_is_removed_when_the_run_is_skipped(project):
+    """A forced rerun killed mid-run leaves its temporary notebook; the next batch skips the
+    run (its record exists) and still removes that leftover, but not a live process's."""
+    import socket
+
+    root, write_plan = project
+    write_plan("notebooks:\n  - notebook: toy\n    grid: {x: [1]}\n")
+    assert "1 ran" in _cli(root, "run", "--profile", "p").stdout
+    folder = root / "book" / "runs" / "p" / "toy"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host = socket.gethostname()
+    killed = folder / f".x-1.ipynb.{host}.{dead.pid}.ipynb"
+    live = folder / f".x-1.ipynb.{host}.{os.getpid()}.ipynb"
+    killed.write_text("{}"), live.write_text("{}")
+    assert "0 ran, 1 skipped" in _cli(root, "run", "--profile", "p").stdout
+    assert not killed.exists() and live.exists()
+
+
 # ---------------------------------------------------------------- reliability
 
 RESUMABLE = """

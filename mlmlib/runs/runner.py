@@ -119,6 +119,8 @@ def run_plan(plan: Plan, force: bool = False, log=print) -> BatchReport:
         rec_path = record_path(plan.profile, run)
         earlier = [record_path(plan.profile, r) for r in plan.runs[: i - 1]]
         key = run.key(versions[run.notebook] + _inputs_digest(plan.profile, run, earlier))
+        # the notebook of a killed (forced) rerun, also when the run is skipped now
+        remove_dead_temps(rec_path.with_suffix(".ipynb"), "ipynb")
         if not force and _has_record(rec_path, key):
             log(f"[{i}/{n}] skip {name}: finished record exists ({rec_path.name})")
             report.skipped.append(name)
@@ -190,7 +192,6 @@ def _execute(profile: str, run: Run, key: str, version: str, log=print) -> None:
     # relative to the notebooks folder (the kernel's cwd): no local path on the rendered page
     params = {**run.params, "run_dir": os.path.relpath(folder, notebooks_dir())}
     nb_out.parent.mkdir(parents=True, exist_ok=True)
-    remove_dead_temps(nb_out, "ipynb")  # from a batch killed mid-run
     for leftover in nb_out.parent.glob(f".{rec_path.name}.*.tmp"):  # a record half-written
         leftover.unlink(missing_ok=True)
     tmp_nb = temp_name(nb_out, "ipynb")
