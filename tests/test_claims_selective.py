@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 import pytest
+from scorecards import check_card
 
 from mlmlib import stats
 from mlmlib.papers.selective_masking import claims
@@ -253,17 +254,6 @@ def test_list_size_sweep():
 
 
 # ---------------------------------------------------------------- scorecard
-
-
-def check_card(rows):
-    """Every scorecard row has exactly the scorecard keys, a verdict of the vocabulary and plain types."""
-    assert rows
-    for row in rows:
-        assert tuple(row) == claims.SCORECARD_KEYS
-        assert row["verdict"] in stats.VERDICTS
-        assert isinstance(row["claim"], str) and isinstance(row["effect"], str) and row["effect"]
-        assert isinstance(row["seeds"], int) and (row["delta"] is None or isinstance(row["delta"], float))
-    return rows
 
 
 def test_scorecard_one_row_per_comparison():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from scorecards import check_card
 
 from mlmlib import stats
 from mlmlib.papers.true_negatives import claims
@@ -233,17 +234,6 @@ def test_empty_tables_everywhere():
 
 
 # --------------------------------------------------------------- scorecard
-
-
-def check_card(rows):
-    """Every scorecard row has exactly the scorecard keys, a verdict of the vocabulary and plain types."""
-    assert rows
-    for row in rows:
-        assert tuple(row) == claims.SCORECARD_KEYS
-        assert row["verdict"] in stats.VERDICTS
-        assert isinstance(row["claim"], str) and isinstance(row["effect"], str) and row["effect"]
-        assert isinstance(row["seeds"], int) and (row["delta"] is None or isinstance(row["delta"], float))
-    return rows
 
 
 def test_scorecard_one_row_per_claim_arm_and_task():
