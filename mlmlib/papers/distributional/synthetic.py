@@ -90,21 +90,21 @@ class Setup:
 
     n_sets: int = 100
     n_states: int = 500
-    n_patterns: int = 3
+    n_patterns: int = 4
     pattern_length: int = 2
-    pattern_set_size: int = 1
+    pattern_set_size: int = 2
     language_seed: int = 0
     corpus_size: int = 4000
-    corpus_length: int = 64
+    corpus_length: int = 32
     hidden: int = 64
     layers: int = 2
     heads: int = 2
-    max_len: int = 128
-    dropout: float = 0.1
-    steps: int = 2000
-    batch_size: int = 32
+    max_len: int = 64
+    dropout: float = 0.0
+    steps: int = 1000
+    batch_size: int = 64
     lr: float = 2e-3
-    warmup_frac: float = 0.1
+    warmup_frac: float = 0.05
     weight_decay: float = 0.01
     beta2: float = 0.999
     pretrain_seed: int = 0
@@ -323,7 +323,7 @@ class Sweep:
     """One fine-tuning seed's sweep: models x training-set sizes x B-D2 fractions, four test sets."""
 
     models: list[str] = field(default_factory=lambda: list(MODELS))
-    train_ratios: list[float] = field(default_factory=lambda: [0.125, 0.25, 0.5, 1.0])
+    train_ratios: list[float] = field(default_factory=lambda: [0.25, 0.5, 1.0])
     bd2_fractions: list[float] = field(default_factory=lambda: [0.0])
     # Models fine-tuned at the B-D2 fractions above 0; None: all `models`.
     bd2_models: list[str] | None = None
@@ -332,15 +332,15 @@ class Sweep:
     bd2_curves: bool = False
     test_sets: list[str] = field(default_factory=lambda: list(syn.TEST_SETS))
     pool_size: int = 3200  # labelled training examples at ratio 1.0 (the paper: 100k)
-    valid_size: int = 500
-    test_size: int = 2000
-    length: int = 64  # tokens per labelled sequence (the paper: 100)
+    valid_size: int = 300
+    test_size: int = 800
+    length: int = 32  # tokens per labelled sequence (the paper: 100)
     lr: float = 1e-3
     batch_size: int = 32
-    max_steps: int = 600  # cap per run (the paper: 30k)
+    max_steps: int = 200  # cap per run (the paper: 30k)
     eval_every: int = 50
-    patience: int = 4  # validations without improvement before stopping
-    loss_threshold: float = 2.0  # the pretrained models must be below it
+    patience: int = 3  # validations without improvement before stopping
+    loss_threshold: float = 2.5  # the pretrained models must be below it
     cbow: CbowConfig = field(default_factory=CbowConfig)
 
     def check(self, setup: Setup) -> None:
