@@ -2,8 +2,10 @@
 
 Nothing is injected: each template keeps `run_dir = ""`, so it writes its checkpoints to a fresh
 temporary folder and records nothing. Templates run in the smoke plan's order (a fine-tuning
-page finds the models a pretraining page built in the shared cache, or builds them itself);
-summary pages read the records of the profile named in their parameters.
+page finds the models a pretraining page built in the shared cache); summary pages read the
+records of the profile named in their parameters. One edit is made, as a user would make it:
+A3 fine-tunes the models of both corpora, so A2 runs a second time with `corpus = "shift"`
+set at the end of its parameters cell.
 
 Usage:  python scripts/lab_check.py [--only NOTEBOOK ...] [--timeout SECONDS] [--out FOLDER]
 Prints one line per template (ok or the error, wall time) and exits 1 if any failed.
@@ -25,15 +27,23 @@ from mlmlib.paths import work_dir
 from mlmlib.runs.plans import load_plan, notebooks_dir
 from mlmlib.runs.runner import KERNEL, KERNEL_CONFIG, QuietShutdownKernelManager
 
+# template: the parameter edits of its extra runs (each after the run with the defaults)
+EDITS = {"A2_synthetic_pretrain": [{"corpus": "shift"}]}
+
 
 def templates_in_plan_order(profile: str = "smoke") -> list[str]:
     """Each template once, in the order the plan runs them."""
     return list(dict.fromkeys(run.notebook for run in load_plan(profile).runs))
 
 
-def run_template(name: str, timeout: int, out: Path) -> tuple[bool, float, str]:
-    """Execute one template with its defaults; save the executed copy under `out`."""
+def run_template(name: str, timeout: int, out: Path, edit: dict | None = None
+                 ) -> tuple[bool, float, str]:
+    """Execute one template with its defaults (or `edit` appended to its parameters cell); save
+    the executed copy under `out`."""
     nb = nbformat.read(notebooks_dir() / f"{name}.ipynb", as_version=4)
+    if edit:
+        cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+        cell.source += "".join(f"\n{key} = {value!r}" for key, value in edit.items())
     client = NotebookClient(nb, kernel_name=KERNEL, timeout=timeout, config=KERNEL_CONFIG,
                             kernel_manager_class=QuietShutdownKernelManager,
                             resources={"metadata": {"path": str(notebooks_dir())}})
@@ -48,7 +58,8 @@ def run_template(name: str, timeout: int, out: Path) -> tuple[bool, float, str]:
     finally:
         os.chdir(here)
         out.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, out / f"{name}.ipynb")
+        suffix = "".join(f"_{key}-{value}" for key, value in (edit or {}).items())
+        nbformat.write(nb, out / f"{name}{suffix}.ipynb")
     return ok, time.perf_counter() - start, message
 
 
@@ -64,13 +75,15 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"--only: unknown templates {unknown}; known: {templates_in_plan_order()}")
     failed = 0
-    for name in names:
-        ok, seconds, message = run_template(name, args.timeout, args.out)
+    runs = [(name, edit) for name in names for edit in [None, *EDITS.get(name, [])]]
+    for name, edit in runs:
+        ok, seconds, message = run_template(name, args.timeout, args.out, edit)
         failed += not ok
-        print(f"{name:32s} {'ok    ' if ok else 'FAILED'} {seconds:7.1f} s  {'' if ok else message}",
+        label = name + "".join(f" ({k}={v})" for k, v in (edit or {}).items())
+        print(f"{label:44s} {'ok    ' if ok else 'FAILED'} {seconds:7.1f} s  {'' if ok else message}",
               flush=True)
-    print(f"{len(names) - failed} of {len(names)} templates ran top to bottom with their defaults;"
-          f" executed copies in {args.out}")
+    print(f"{len(runs) - failed} of {len(runs)} runs of {len(names)} templates went top to bottom"
+          f" (defaults, and the edits in EDITS); executed copies in {args.out}")
     return 1 if failed else 0
 
 
