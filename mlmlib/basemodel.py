@@ -10,7 +10,7 @@ English encoder offline, with an MLM head fitted here (the training fields below
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 from mlmlib import cache, minilm
 from mlmlib.models import ModelSize, bert_mlm, load_model, save_model, saved_files
@@ -52,10 +52,9 @@ def pretrained_base(config: BaseModelConfig, progress: bool | None = None):
         if config.tokenizer != minilm.NAME:
             raise ValueError(f"base model {minilm.NAME!r} needs tokenizer={minilm.NAME!r} "
                              f"(bert-base-uncased's vocabulary), got {config.tokenizer!r}")
-        return minilm.minilm_mlm(minilm.HeadFit(
-            corpus=config.corpus, max_sentences=config.max_sentences, max_length=config.max_length,
-            steps=config.steps, batch_size=config.batch_size, lr=config.lr,
-            mask_rate=config.mask_rate, seed=config.seed), progress=progress)
+        # the head fit takes the base's training fields (same names): they size the fit
+        fit = {f.name: getattr(config, f.name) for f in fields(minilm.HeadFit)}
+        return minilm.minilm_mlm(minilm.HeadFit(**fit), progress=progress)
     tokenizer = load_tokenizer(config.tokenizer)
     if config.name != EMBEDDED:
         return bert_mlm(config.name), tokenizer, []
