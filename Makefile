@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
-EXTRAS ?= vectors,base,dev
+EXTRAS ?= vectors,base,dev,cluster
 PROFILE ?= smoke
 KERNEL ?= mlmlib
 # headless Chromium for the browser check of the book (tests/browser.py); Debian package `chromium`

@@ -25,7 +25,7 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
 from mlmlib.paths import work_dir
 from mlmlib.runs.plans import load_plan, notebooks_dir
-from mlmlib.runs.runner import KERNEL, KERNEL_CONFIG, QuietShutdownKernelManager
+from mlmlib.runs.runner import KERNEL, QuietShutdownKernelManager, kernel_config
 
 # template: the parameter edits of its extra runs (each after the run with the defaults)
 EDITS = {"A2_synthetic_pretrain": [{"corpus": "shift"}]}
@@ -44,7 +44,7 @@ def run_template(name: str, timeout: int, out: Path, edit: dict | None = None
     if edit:
         cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
         cell.source += "".join(f"\n{key} = {value!r}" for key, value in edit.items())
-    client = NotebookClient(nb, kernel_name=KERNEL, timeout=timeout, config=KERNEL_CONFIG,
+    client = NotebookClient(nb, kernel_name=KERNEL, timeout=timeout, config=kernel_config(),
                             kernel_manager_class=QuietShutdownKernelManager,
                             resources={"metadata": {"path": str(notebooks_dir())}})
     start = time.perf_counter()

@@ -13,6 +13,9 @@ Run the book's experiments and build the book.
 
   python -m mlmlib run --profile smoke          execute every run of the smoke plan
   python -m mlmlib run --profile smoke --only A1_synthetic_data --force
+  python -m mlmlib run --profile smoke --executor local --max-parallel 2   two runs side by side
+  python -m mlmlib run --profile paper --executor local --gpus 0,1,2,3    one run per GPU
+  python -m mlmlib run --profile paper --executor slurm --partition gpu --gpus-per-run 1
   python -m mlmlib book --profile smoke         build the HTML book from the executed runs
   python -m mlmlib status                       list finished and failed runs per profile
   python -m mlmlib bench                        time mlmlib's training loop against HF Trainer
@@ -32,6 +35,22 @@ def main(argv: list[str] | None = None) -> int:
                      help="run only this notebook (repeatable)")
     run.add_argument("--force", action="store_true", help="rerun runs that already have a record")
     run.add_argument("--dry-run", action="store_true", help="list the runs without executing them")
+    ex = run.add_argument_group("executors (serial: one run after the other, in this process)")
+    ex.add_argument("--executor", default="serial", help="serial (default), local or slurm")
+    ex.add_argument("--max-parallel", type=int, default=0, metavar="N",
+                    help="local: N runs side by side on the CPU, cores/N threads each; "
+                         "slurm: at most N jobs in flight (default: no cap)")
+    ex.add_argument("--gpus", default="", metavar="0,1,..",
+                    help="local: one run per listed GPU at a time, each seeing only its GPU")
+    ex.add_argument("--partition", default=None, help="slurm: partition")
+    ex.add_argument("--time-min", type=float, default=None, metavar="MIN",
+                    help="time limit of a job (local, slurm); a run stopped by it is requeued and "
+                         "resumes from its checkpoint")
+    ex.add_argument("--cpus-per-run", type=int, default=None, metavar="N", help="slurm: CPUs per run")
+    ex.add_argument("--mem-gb", type=float, default=None, metavar="GB", help="slurm: memory per run")
+    ex.add_argument("--gpus-per-run", type=int, default=None, metavar="N", help="slurm: GPUs per run")
+    ex.add_argument("--max-requeue", type=int, default=3, metavar="N",
+                    help="requeues after a time limit before a run counts as failed (default 3)")
     book = sub.add_parser("book", help="build the Jupyter Book from the executed runs")
     book.add_argument("--profile", default="smoke", help="whose executed notebooks appear as pages")
     book.add_argument("--no-strict", action="store_true", help="do not fail on Sphinx warnings")
@@ -69,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args) -> int:
     """Validate the plan, then execute it and summarise failures."""
+    from mlmlib.runs.executors import ExecutorError, run_with_executor
     from mlmlib.runs.runner import run_plan
 
     try:
@@ -76,12 +96,20 @@ def _run(args) -> int:
     except PlanError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        options = _options(args, plan)
+    except ExecutorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(f"profile {plan.profile} ({plan.path.name}): {len(plan.runs)} runs")
     if args.dry_run:
         for run in plan.runs:
             print(f"  {run.notebook}/{run.slug}: {json.dumps(run.params)}")
         return 0
-    report = run_plan(plan, force=args.force)
+    if options.executor == "serial":
+        report = run_plan(plan, force=args.force)
+    else:
+        report = run_with_executor(plan, options, force=args.force, only=args.only)
     if report.seconds:
         print("\n  seconds  run")
         for name, seconds in report.seconds.items():
@@ -92,6 +120,20 @@ def _run(args) -> int:
     if report.failed:
         print("Executed notebooks and errors of failed runs are in book/runs/<profile>/_failed/")
     return 0 if report.ok else 1
+
+
+def _options(args, plan):
+    """Executor options from the command line, checked against the machine and the plan."""
+    from mlmlib.runs.executors import ExecutorError, Options, check_options
+
+    try:
+        gpus = tuple(int(g) for g in args.gpus.split(",") if g.strip())
+    except ValueError:
+        raise ExecutorError(f"--gpus {args.gpus!r}: give GPU numbers separated by commas, e.g. 0,1") from None
+    return check_options(Options(
+        executor=args.executor, gpus=gpus, max_parallel=args.max_parallel, partition=args.partition,
+        time_min=args.time_min, cpus_per_run=args.cpus_per_run, mem_gb=args.mem_gb,
+        gpus_per_run=args.gpus_per_run, max_requeue=args.max_requeue), plan)
 
 
 def _status(profile: str | None) -> int:

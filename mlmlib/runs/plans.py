@@ -15,7 +15,7 @@ import yaml
 
 from mlmlib.paths import project_root
 
-ENTRY_KEYS = {"notebook", "chapter", "title", "timeout", "grid", "params"}
+ENTRY_KEYS = {"notebook", "chapter", "title", "timeout", "grid", "params", "needs"}
 RESERVED = {"run_dir"}  # set by the runner, never by a plan
 DEFAULT_TIMEOUT = 1800
 
@@ -34,6 +34,7 @@ class Run:
     chapter: str
     title: str
     timeout: int
+    needs: tuple[str, ...] = ()  # notebooks whose runs must have finished first (their artifacts)
 
     @property
     def slug(self) -> str:
@@ -62,11 +63,29 @@ class Plan:
     path: Path
     description: str
     runs: list[Run] = field(default_factory=list)
+    slurm: dict[str, Any] = field(default_factory=dict)  # resources per run on a SLURM cluster
+
+    def prerequisites(self, i: int) -> list[int]:
+        """The runs that run i waits for when runs execute side by side.
+
+        A summary (a notebook with a `profile` parameter) reads the records of every run before
+        it in the plan, so it waits for all of them; another run waits for the runs of the
+        notebooks its entry `needs` (e.g. fine-tuning needs the pretrained models).
+        """
+        run = self.runs[i]
+        if is_summary(run.notebook):
+            return list(range(i))
+        return [j for j in range(i) if self.runs[j].notebook in run.needs]
 
 
 def plans_dir() -> Path:
     """Return the folder holding the plan files."""
     return project_root() / "notebooks" / "plans"
+
+
+def is_summary(notebook: str) -> bool:
+    """A summary notebook reads other runs' records: it has a `profile` parameter."""
+    return "profile" in notebook_parameters(str(notebooks_dir() / f"{notebook}.ipynb"))
 
 
 def notebooks_dir() -> Path:
@@ -102,7 +121,13 @@ def load_plan(profile: str, only: list[str] | None = None) -> Plan:
         raise PlanError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict) or not isinstance(data.get("notebooks"), list):
         raise PlanError(f"{path}: expected a mapping with a 'notebooks' list")
-    plan = Plan(profile=profile, path=path, description=str(data.get("description", "")))
+    unknown = set(data) - {"description", "notebooks", "slurm"}
+    if unknown:
+        raise PlanError(f"{path}: unknown key(s) {sorted(unknown)}; allowed: description, notebooks, slurm")
+    if not isinstance(data.get("slurm") or {}, dict):
+        raise PlanError(f"{path}: 'slurm' must be a mapping (partition, time_min, cpus_per_run, ...)")
+    plan = Plan(profile=profile, path=path, description=str(data.get("description", "")),
+                slurm=dict(data.get("slurm") or {}))
     names = [e.get("notebook") for e in data["notebooks"] if isinstance(e, dict)]
     for name in only or []:
         if name not in names:
@@ -114,6 +139,11 @@ def load_plan(profile: str, only: list[str] | None = None) -> Plan:
         if only and entry.get("notebook") not in only:
             continue
         plan.runs.extend(_expand(entry, where))
+    for i, entry in enumerate(data["notebooks"]):  # needs: notebooks of entries above this one
+        needs, above = entry.get("needs", []), names[:i]
+        if not isinstance(needs, list) or any(n not in above for n in needs):
+            raise PlanError(f"{path}: notebooks[{i}] ({entry.get('notebook')}): needs = {needs!r}: "
+                            f"give a list of notebooks of entries above it; above it: {above}")
     seen: dict[str, dict] = {}
     for run in plan.runs:  # two entries of one notebook must not write the same record
         name = f"{run.notebook}/{run.slug}"
@@ -164,6 +194,7 @@ def _expand(entry: dict, where: str) -> list[Run]:
         runs.append(Run(
             notebook=name, params=params, grid_keys=tuple(grid), timeout=timeout,
             chapter=str(entry.get("chapter", "")), title=str(entry.get("title", name)),
+            needs=tuple(entry.get("needs", [])),
         ))
     return runs
 

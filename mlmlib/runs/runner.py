@@ -8,8 +8,10 @@ import os
 import platform
 import re
 import shutil
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -26,13 +28,22 @@ from mlmlib.atomic import remove_dead_temps, temp_name, without_nan, write_json
 from mlmlib.code_digest import source_digest
 from mlmlib.paths import project_root, runs_dir, work_dir
 from mlmlib.runs import records
-from mlmlib.runs.plans import Plan, Run, notebook_parameters, notebooks_dir
+from mlmlib.runs.plans import Plan, Run, is_summary, notebook_parameters, notebooks_dir
 from mlmlib.runs.records import record_paths
 
 KERNEL = os.environ.get("MLMLIB_KERNEL", "mlmlib")
 # Kernels talk to the runner over local sockets (IPC), not TCP: nothing is exposed on the
 # network, and the kernel has no reason to warn about unencrypted TCP on every run.
-KERNEL_CONFIG = Config({"KernelManager": {"transport": "ipc"}})
+# The socket files go to a folder of this process (not the notebooks' folder): runs executing
+# side by side in several processes would otherwise pick the same names and talk to each
+# other's kernels (jupyter_client takes the first unused 'kernel-ipc-N' in the working folder).
+
+
+def kernel_config() -> Config:
+    """The kernel manager's config: IPC transport, socket files in this process's own folder."""
+    folder = Path(tempfile.gettempdir()) / f"mlmlib-ipc-{socket.gethostname()}-{os.getpid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return Config({"KernelManager": {"transport": "ipc", "ip": str(folder / "kernel")}})
 HEARTBEAT_S = 30
 
 
@@ -49,6 +60,36 @@ class QuietShutdownKernelManager(AsyncKernelManager):
     async def _async_interrupt_kernel(self) -> None:
         if not self.shutting_down:
             await super()._async_interrupt_kernel()
+
+    async def start_kernel(self, **kw) -> None:
+        await super().start_kernel(**kw)
+        LIVE_KERNELS.add(self)
+
+    async def shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:
+        try:
+            await super().shutdown_kernel(now=now, restart=restart)
+        finally:
+            LIVE_KERNELS.discard(self)
+
+
+LIVE_KERNELS: set[QuietShutdownKernelManager] = set()
+
+
+def kill_live_kernels() -> int:
+    """Kill the kernels this process started and has not shut down; return how many.
+
+    A job stopped for a requeue calls this first: its kernel must not train on (and write
+    checkpoints) beside the job's next attempt.
+    """
+    killed = 0
+    for manager in list(LIVE_KERNELS):
+        process = getattr(manager.provisioner, "process", None)
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+            killed += 1
+        LIVE_KERNELS.discard(manager)
+    return killed
 
 FAILED = "_failed"
 SUPERSEDED = "_superseded"  # records of runs whose latest rerun failed
@@ -108,38 +149,70 @@ def run_plan(plan: Plan, force: bool = False, log=print) -> BatchReport:
     report = BatchReport()
     versions = {nb: code_version(nb) for nb in {r.notebook for r in plan.runs}}
     _check_kernel()
-    # No progress bars inside batch runs (the heartbeat reports progress): a library's tqdm bar
-    # would otherwise land in the rendered page as widget or carriage-return noise.
-    os.environ.setdefault("TQDM_DISABLE", "1")
     n = len(plan.runs)
     # Expected seconds per run, from its last record (any code version): an estimate of what is left.
-    expected = [None if force else _last_wall_time(record_path(plan.profile, r)) for r in plan.runs]
+    expected = [None if force else last_wall_time(plan, r) for r in plan.runs]
     for i, run in enumerate(plan.runs, 1):
-        name = f"{run.notebook}/{run.slug}"
-        rec_path = record_path(plan.profile, run)
-        earlier = [record_path(plan.profile, r) for r in plan.runs[: i - 1]]
-        key = run.key(versions[run.notebook] + _inputs_digest(plan.profile, run, earlier))
+        name = run_name(run)
+        key = run_key(plan, i - 1, versions)
         # the notebook of a killed (forced) rerun, also when the run is skipped now
-        remove_dead_temps(rec_path.with_suffix(".ipynb"), "ipynb")
-        if not force and _has_record(rec_path, key):
-            log(f"[{i}/{n}] skip {name}: finished record exists ({rec_path.name})")
+        remove_dead_temps(record_path(plan.profile, run).with_suffix(".ipynb"), "ipynb")
+        if not force and has_record(plan.profile, run, key):
+            log(f"[{i}/{n}] skip {name}: finished record exists ({record_path(plan.profile, run).name})")
             report.skipped.append(name)
             continue
         log(f"[{i}/{n}] run  {name}{_estimate(expected[i - 1:], i, plan, versions)}")
-        start = time.time()
-        try:
-            _execute(plan.profile, run, key, versions[run.notebook], log)
-        except Exception as exc:  # noqa: BLE001 - any failure is reported, the batch goes on
-            message = _error_text(exc)
-            lines = message.strip().splitlines() or [repr(exc)]
-            report.failed[name] = lines[0] if hasattr(exc, "ename") else lines[-1]
-            report.seconds[name] = time.time() - start
-            log(f"[{i}/{n}] FAIL {name} after {time.time() - start:.0f}s: {report.failed[name]}")
+        seconds, error = execute_run(plan.profile, run, key, versions[run.notebook], log)
+        report.seconds[name] = seconds
+        if error is not None:
+            report.failed[name] = error
+            log(f"[{i}/{n}] FAIL {name} after {seconds:.0f}s: {error}")
             continue
-        report.seconds[name] = time.time() - start
-        log(f"[{i}/{n}] done {name} in {report.seconds[name]:.1f}s")
+        log(f"[{i}/{n}] done {name} in {seconds:.1f}s")
         report.done.append(name)
     return report
+
+
+def run_name(run: Run) -> str:
+    """'notebook/slug': how logs, reports and job files name a run."""
+    return f"{run.notebook}/{run.slug}"
+
+
+def run_key(plan: Plan, i: int, versions: dict[str, str] | None = None) -> str:
+    """The record key of the plan's run i: notebook, parameters, code and, for a summary, the
+    records it reads (computed now: a summary's key is only final once those runs finished)."""
+    run = plan.runs[i]
+    version = (versions or {}).get(run.notebook) or code_version(run.notebook)
+    earlier = [record_path(plan.profile, r) for r in plan.runs[:i]]
+    return run.key(version + _inputs_digest(plan.profile, run, earlier))
+
+
+def has_record(profile: str, run: Run, key: str) -> bool:
+    """True when the run has a finished record with this key (it can be skipped)."""
+    return _has_record(record_path(profile, run), key)
+
+
+def execute_run(profile: str, run: Run, key: str, version: str, log=print) -> tuple[float, str | None]:
+    """Execute one run; return its seconds and None, or its seconds and its error's first line.
+
+    The serial batch and every executor's job call this: one code path for a run.
+    """
+    # No progress bars inside batch runs (the heartbeat reports progress): a library's tqdm bar
+    # would otherwise land in the rendered page as widget or carriage-return noise.
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    start = time.time()
+    try:
+        _execute(profile, run, key, version, log)
+    except Exception as exc:  # noqa: BLE001 - any failure is reported, the batch goes on
+        message = _error_text(exc)
+        lines = message.strip().splitlines() or [repr(exc)]
+        return time.time() - start, lines[0] if hasattr(exc, "ename") else lines[-1]
+    return time.time() - start, None
+
+
+def last_wall_time(plan: Plan, run: Run) -> float | None:
+    """Seconds the run took last time (any code version), or None: for estimates and ordering."""
+    return _last_wall_time(record_path(plan.profile, run))
 
 
 def _last_wall_time(path: Path) -> float | None:
@@ -203,7 +276,7 @@ def _execute(profile: str, run: Run, key: str, version: str, log=print) -> None:
                 parameters=params, kernel_name=KERNEL, cwd=str(notebooks_dir()),
                 execution_timeout=run.timeout, progress_bar=False, log_output=False,
                 stdout_file=log_file, stderr_file=log_file, report_mode=False,
-                config=KERNEL_CONFIG, kernel_manager_class=QuietShutdownKernelManager,
+                config=kernel_config(), kernel_manager_class=QuietShutdownKernelManager,
             )
         metrics = records.read_metrics(folder)
         _tidy_for_the_book(tmp_nb)
@@ -321,7 +394,7 @@ def _inputs_digest(profile: str, run: Run, earlier: list[Path]) -> str:
     Its own code and parameters do not change when the experiments it summarises are rerun,
     so the records of the notebooks before it in the plan are part of what makes it finished.
     """
-    if "profile" not in notebook_parameters(str(notebooks_dir() / f"{run.notebook}.ipynb")):
+    if not is_summary(run.notebook):
         return ""
     if run.params.get("profile", profile) != profile:  # it reads another profile's records
         earlier = record_paths(run.params["profile"])
@@ -405,6 +478,13 @@ def device_info() -> dict[str, str | int]:
         pass
     info: dict[str, str | int] = {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count() or 0,
                                   "gpu": "none"}
+    # which slot and job of an executor ran it (empty in a serial batch)
+    for field_name, variable in (("cuda_visible_devices", "CUDA_VISIBLE_DEVICES"),
+                                 ("threads", "OMP_NUM_THREADS"), ("executor", "MLMLIB_EXECUTOR"),
+                                 ("slot", "MLMLIB_SLOT"),
+                                 ("job_id", "MLMLIB_JOB_ID")):
+        if os.environ.get(variable):
+            info[field_name] = os.environ[variable]
     import torch
 
     if torch.cuda.is_available():

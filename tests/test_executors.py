@@ -1,0 +1,202 @@
+"""Executors: runs side by side through submitit give the serial records, in their slots, once each."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from mlmlib.runs import executors, plans
+from mlmlib.runs.executors import ExecutorError, Options, check_options, run_with_executor
+from mlmlib.runs.plans import PlanError, load_plan
+from mlmlib.runs.runner import run_plan
+
+submitit = pytest.importorskip("submitit")
+
+# A run that works in steps with a checkpoint in its work folder, as the training loops do: a
+# requeued run resumes after its last finished step. It logs each attempt to `trace`.
+STEPS = """
+import json, os, time
+from pathlib import Path
+from mlmlib.runs import records
+ckpt = Path(run_dir) / "step.txt"
+first = int(ckpt.read_text()) if ckpt.exists() else 0
+start = time.time()
+with open(trace, "a") as f:
+    f.write(json.dumps({"x": x, "first": first, "pid": os.getpid()}) + "\\n")
+for step in range(first, steps):
+    time.sleep(sleep)
+    tmp = ckpt.with_name(".step.tmp")
+    tmp.write_text(str(step + 1))
+    os.replace(tmp, ckpt)
+records.save_metrics(run_dir, {"doubled": 2 * x, "first": first, "start": start, "end": time.time(),
+                               "threads": os.environ.get("OMP_NUM_THREADS")})
+"""
+SUMMARY = """
+from mlmlib.runs import records
+found = records.record_paths(profile)
+records.save_metrics(run_dir, {"records_read": len(found)})
+"""
+
+
+def _notebook(path: Path, params: str, body: str) -> None:
+    nb = new_notebook(cells=[new_code_cell(params, metadata={"tags": ["parameters"]}),
+                             new_code_cell(body)])
+    nb.metadata["kernelspec"] = {"name": "mlmlib", "display_name": "mlmlib", "language": "python"}
+    nbformat.write(nb, path)
+
+
+PLAN = """
+notebooks:
+  - notebook: work
+    grid: {x: [1, 2, 3]}
+    params: {sleep: 1.0, steps: 2}
+  - notebook: after
+    needs: [work]
+    grid: {x: [7]}
+    params: {sleep: 0.1, steps: 1}
+  - notebook: summary
+    params: {profile: PROFILE}
+"""
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A throwaway project: step notebooks, a summary, and plans p (serial) and q (executors)."""
+    nbs = tmp_path / "notebooks"
+    (nbs / "plans").mkdir(parents=True)
+    (tmp_path / "_config.yml").write_text("title: test\n")
+    params = f'x = 1\nsleep = 0.5\nsteps = 2\ntrace = "{tmp_path / "trace.jsonl"}"\nrun_dir = ""'
+    _notebook(nbs / "work.ipynb", params, STEPS)
+    _notebook(nbs / "after.ipynb", params, STEPS)
+    _notebook(nbs / "summary.ipynb", 'profile = "p"\nrun_dir = ""', SUMMARY)
+    for profile in ("p", "q"):
+        (nbs / "plans" / f"{profile}.yaml").write_text(PLAN.replace("PROFILE", profile))
+    monkeypatch.setenv("MLMLIB_ROOT", str(tmp_path))
+    plans.notebook_parameters.cache_clear()
+    return tmp_path
+
+
+def _records(root: Path, profile: str) -> dict[str, dict]:
+    base = root / "book" / "runs" / profile
+    return {f"{p.parent.name}/{p.stem}": json.loads(p.read_text()) for p in base.glob("[!_]*/*.json")}
+
+
+def _trace(root: Path) -> list[dict]:
+    path = root / "trace.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _cli(root: Path, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "MLMLIB_ROOT": str(root)}
+    return subprocess.Popen([sys.executable, "-m", "mlmlib", "run", *args], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def test_plan_order_and_needs_decide_what_waits(project):
+    plan = load_plan("q")
+    assert [r.slug for r in plan.runs] == ["x-1", "x-2", "x-3", "x-7", "run"]
+    assert plan.prerequisites(0) == [] and plan.prerequisites(3) == [0, 1, 2]
+    assert plan.prerequisites(4) == [0, 1, 2, 3]  # a summary waits for every run above it
+    bad = PLAN.replace("needs: [work]", "needs: [summary]")
+    (project / "notebooks" / "plans" / "bad.yaml").write_text(bad)
+    with pytest.raises(PlanError, match="needs = \\['summary'\\].*entries above it"):
+        load_plan("bad")
+
+
+def test_in_process_executor_gives_the_serial_records(project, tmp_path):
+    assert run_plan(load_plan("p"), log=lambda _: None).ok
+    executor = submitit.DebugExecutor(folder=tmp_path / "debug")
+    report = run_with_executor(load_plan("q"), Options(executor="local", poll_s=0.05),
+                               executor=executor, log=lambda _: None)
+    assert report.ok and len(report.done) == 5, report
+    serial, parallel = _records(project, "p"), _records(project, "q")
+    assert sorted(serial) == sorted(parallel)
+    for name, rec in serial.items():
+        other = parallel[name]
+        if name != "summary/run":  # the same notebook, parameters and code: the same key
+            assert rec["key"] == other["key"]
+            assert rec["metrics"]["doubled"] == other["metrics"]["doubled"]
+    assert parallel["summary/run"]["metrics"]["records_read"] == 4
+    assert not list((project / "book" / "runs" / "q" / executors.JOBS).glob("*"))  # job files gone
+    # a second driver finds every record and submits nothing
+    again = run_with_executor(load_plan("q"), Options(executor="local"), executor=executor,
+                              log=lambda _: None)
+    assert len(again.skipped) == 5 and not again.done
+
+
+def test_two_cpu_slots_run_at_most_two_side_by_side(project):
+    out, _ = _cli(project, "--profile", "q", "--executor", "local", "--max-parallel", "2").communicate(timeout=300)
+    assert "5 ran, 0 skipped, 0 failed" in out, out
+    recs = _records(project, "q")
+    work = [recs[f"work/x-{x}"] for x in (1, 2, 3)]
+    spans = [(r["metrics"]["start"], r["metrics"]["end"], r["device"]["slot"]) for r in work]
+    for t in sorted(s for s, _, _ in spans):  # how many runs were inside their steps at each start
+        inside = [slot for s, e, slot in spans if s <= t < e]
+        assert len(inside) <= 2 and len(set(inside)) == len(inside), spans
+    assert any(s2 < e1 and s1 < e2 for i, (s1, e1, _) in enumerate(spans) for s2, e2, _ in spans[i + 1:])
+    expected_threads = str(max(1, (os.cpu_count() or 1) // 2))
+    assert {r["metrics"]["threads"] for r in work} == {expected_threads}
+    assert {r["device"]["executor"] for r in recs.values()} == {"local"}
+    after = recs["after/x-7"]["metrics"]["start"]
+    assert after >= max(e for _, e, _ in spans)  # `needs: [work]` waited for every work run
+
+
+def test_a_requeued_job_resumes_and_leaves_one_record(project):
+    """A run stopped by its time limit is requeued by submitit and resumes from its checkpoint."""
+    (project / "notebooks" / "plans" / "r.yaml").write_text(
+        "notebooks:\n  - notebook: work\n    grid: {x: [1]}\n    params: {sleep: 0.5, steps: 18}\n")
+    # 9 s of steps, a 10 s limit: a job also starts Python, papermill and a kernel (3-5 s here)
+    options = Options(executor="local", time_min=10 / 60, signal_delay_s=1, max_requeue=4, poll_s=0.2)
+    report = run_with_executor(load_plan("r"), options, log=print)
+    assert report.ok, report
+    attempts = _trace(project)
+    assert len(attempts) >= 2 and attempts[-1]["first"] > 0, attempts  # requeued, resumed
+    assert len({a["pid"] for a in attempts}) == len(attempts)  # each attempt its own kernel
+    records_of = sorted((project / "book" / "runs" / "r").rglob("x-1*.json"))
+    assert [p.name for p in records_of] == ["x-1.json"]
+    assert not list((project / "book" / "runs" / "r").glob("_failed/*"))
+
+
+def test_a_restarted_driver_adopts_live_jobs_and_submits_nothing_twice(project):
+    first = _cli(project, "--profile", "q", "--executor", "local", "--max-parallel", "2")
+    jobs = project / "book" / "runs" / "q" / executors.JOBS
+    deadline = time.time() + 120
+    while len(list(jobs.glob("work__*.json"))) < 2 and time.time() < deadline:
+        time.sleep(0.2)
+    first.send_signal(signal.SIGKILL)  # the driver dies; its two local jobs go on
+    first.wait()
+    out, _ = _cli(project, "--profile", "q", "--executor", "local", "--max-parallel", "2").communicate(timeout=300)
+    assert out.count(" adopt ") == 2, out
+    assert "0 failed" in out, out
+    runs_started = [a["x"] for a in _trace(project)]
+    assert sorted(runs_started) == [1, 2, 3, 7], runs_started  # each run executed once
+    assert sorted(_records(project, "q")) == ["after/x-7", "summary/run", "work/x-1", "work/x-2", "work/x-3"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--executor", "cloud"], "--executor 'cloud': unknown; allowed"),
+    (["--executor", "local", "--gpus", "7"], "--gpus 7: this machine has"),
+    (["--executor", "local", "--gpus", "a"], "--gpus 'a': give GPU numbers"),
+    (["--executor", "local", "--partition", "gpu"], "--partition: SLURM options"),
+    (["--max-parallel", "2"], "--max-parallel: the serial executor"),
+    (["--executor", "local", "--max-parallel", "-1"], "--max-parallel -1"),
+])
+def test_bad_executor_options_stop_before_anything_runs(project, args, message):
+    out, _ = _cli(project, "--profile", "q", *args).communicate(timeout=120)
+    assert message in out, out
+    assert not (project / "book" / "runs" / "q").exists()
+
+
+def test_slurm_without_sbatch_is_refused(project, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(ExecutorError, match="no `sbatch`"):
+        check_options(Options(executor="slurm"), load_plan("q"))
