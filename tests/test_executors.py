@@ -59,6 +59,10 @@ notebooks:
   - notebook: work
     grid: {x: [1, 2, 3]}
     params: {sleep: 1.0, steps: 2}
+  - notebook: work
+    alone: true
+    grid: {x: [4]}
+    params: {sleep: 1.0, steps: 2}
   - notebook: after
     needs: [work]
     grid: {x: [7]}
@@ -103,9 +107,9 @@ def _cli(root: Path, *args: str) -> subprocess.Popen:
 
 def test_plan_order_and_needs_decide_what_waits(project):
     plan = load_plan("q")
-    assert [r.slug for r in plan.runs] == ["x-1", "x-2", "x-3", "x-7", "run"]
-    assert plan.prerequisites(0) == [] and plan.prerequisites(3) == [0, 1, 2]
-    assert plan.prerequisites(4) == [0, 1, 2, 3]  # a summary waits for every run above it
+    assert [r.slug for r in plan.runs] == ["x-1", "x-2", "x-3", "x-4", "x-7", "run"]
+    assert plan.prerequisites(0) == [] and plan.prerequisites(4) == [0, 1, 2, 3]
+    assert plan.prerequisites(5) == [0, 1, 2, 3, 4]  # a summary waits for every run above it
     bad = PLAN.replace("needs: [work]", "needs: [summary]")
     (project / "notebooks" / "plans" / "bad.yaml").write_text(bad)
     with pytest.raises(PlanError, match="needs = \\['summary'\\].*entries above it"):
@@ -117,7 +121,7 @@ def test_in_process_executor_gives_the_serial_records(project, tmp_path):
     executor = submitit.DebugExecutor(folder=tmp_path / "debug")
     report = run_with_executor(load_plan("q"), Options(executor="local", poll_s=0.05),
                                executor=executor, log=lambda _: None)
-    assert report.ok and len(report.done) == 5, report
+    assert report.ok and len(report.done) == 6, report
     serial, parallel = _records(project, "p"), _records(project, "q")
     assert sorted(serial) == sorted(parallel)
     for name, rec in serial.items():
@@ -125,19 +129,23 @@ def test_in_process_executor_gives_the_serial_records(project, tmp_path):
         if name != "summary/run":  # the same notebook, parameters and code: the same key
             assert rec["key"] == other["key"]
             assert rec["metrics"]["doubled"] == other["metrics"]["doubled"]
-    assert parallel["summary/run"]["metrics"]["records_read"] == 4
+    assert parallel["summary/run"]["metrics"]["records_read"] == 5
     assert not list((project / "book" / "runs" / "q" / executors.JOBS).glob("*"))  # job files gone
     # a second driver finds every record and submits nothing
     again = run_with_executor(load_plan("q"), Options(executor="local"), executor=executor,
                               log=lambda _: None)
-    assert len(again.skipped) == 5 and not again.done
+    assert len(again.skipped) == 6 and not again.done
 
 
 def test_two_cpu_slots_run_at_most_two_side_by_side(project):
     out, _ = _cli(project, "--profile", "q", "--executor", "local", "--max-parallel", "2").communicate(timeout=300)
-    assert "5 ran, 0 skipped, 0 failed" in out, out
+    assert "6 ran, 0 skipped, 0 failed" in out, out
     recs = _records(project, "q")
     work = [recs[f"work/x-{x}"] for x in (1, 2, 3)]
+    alone = recs["work/x-4"]["metrics"]  # `alone: true`: nothing beside it, every core
+    others = [r["metrics"] for name, r in recs.items() if name != "work/x-4"]
+    assert all(m["end"] <= alone["start"] or m["start"] >= alone["end"] for m in others if "start" in m)
+    assert alone["threads"] == str(os.cpu_count())
     spans = [(r["metrics"]["start"], r["metrics"]["end"], r["device"]["slot"]) for r in work]
     for t in sorted(s for s, _, _ in spans):  # how many runs were inside their steps at each start
         inside = [slot for s, e, slot in spans if s <= t < e]
@@ -147,7 +155,7 @@ def test_two_cpu_slots_run_at_most_two_side_by_side(project):
     assert {r["metrics"]["threads"] for r in work} == {expected_threads}
     assert {r["device"]["executor"] for r in recs.values()} == {"local"}
     after = recs["after/x-7"]["metrics"]["start"]
-    assert after >= max(e for _, e, _ in spans)  # `needs: [work]` waited for every work run
+    assert after >= max(e for _, e, _ in spans) and after >= alone["end"]  # `needs: [work]` waited for every work run
 
 
 def test_a_requeued_job_resumes_and_leaves_one_record(project):
@@ -178,8 +186,9 @@ def test_a_restarted_driver_adopts_live_jobs_and_submits_nothing_twice(project):
     assert out.count(" adopt ") == 2, out
     assert "0 failed" in out, out
     runs_started = [a["x"] for a in _trace(project)]
-    assert sorted(runs_started) == [1, 2, 3, 7], runs_started  # each run executed once
-    assert sorted(_records(project, "q")) == ["after/x-7", "summary/run", "work/x-1", "work/x-2", "work/x-3"]
+    assert sorted(runs_started) == [1, 2, 3, 4, 7], runs_started  # each run executed once
+    assert sorted(_records(project, "q")) == ["after/x-7", "summary/run", "work/x-1", "work/x-2",
+                                              "work/x-3", "work/x-4"]
 
 
 @pytest.mark.parametrize("args, message", [

@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from mlmlib.atomic import pid_alive, write_json
+from mlmlib.atomic import pid_alive, remove_dead_temps, write_json
 from mlmlib.paths import runs_dir, work_dir
 from mlmlib.runs import runner
 from mlmlib.runs.plans import Plan, is_summary, load_plan
@@ -175,6 +175,8 @@ class RunJob:
         i = [runner.run_name(r) for r in plan.runs].index(name)
         run = plan.runs[i]
         key = runner.run_key(plan, i)
+        # the notebook an earlier attempt of this job was writing when SLURM or a timeout killed it
+        remove_dead_temps(runner.record_path(profile, run).with_suffix(".ipynb"), "ipynb")
         if not force and runner.has_record(profile, run, key):
             outcome = {"status": "skipped", "seconds": 0.0}
         else:
@@ -268,9 +270,15 @@ def run_with_executor(plan: Plan, options: Options, force: bool = False, log=pri
         ready = sorted((i for i, s in enumerate(state) if s == "pending"
                         and all(state[j] not in ("pending", "running") for j in plan.prerequisites(i))),
                        key=lambda i: (-expected[i], i))  # longest first: the batch ends sooner
-        while ready and free:
-            i, slot = ready.pop(0), free.pop(0)
-            flights[i], state[i] = _submit(executor, options, plan, i, slot, threads, force, only, log), "running"
+        for i in ready:  # a run that measures time runs alone (local), with every core
+            if not free or any(plan.runs[f.index].alone for f in flights.values()):
+                break
+            alone = plan.runs[i].alone and options.executor == "local"
+            if alone and flights:
+                continue  # it starts once the runs in flight have ended
+            n_threads = (os.cpu_count() or 1) if alone and not options.gpus else threads
+            flights[i] = _submit(executor, options, plan, i, free.pop(0), n_threads, force, only, log)
+            state[i] = "running"
         if time.time() - last_beat >= runner.HEARTBEAT_S and flights:
             last_beat = time.time()
             for flight in flights.values():

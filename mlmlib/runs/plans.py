@@ -15,7 +15,7 @@ import yaml
 
 from mlmlib.paths import project_root
 
-ENTRY_KEYS = {"notebook", "chapter", "title", "timeout", "grid", "params", "needs"}
+ENTRY_KEYS = {"notebook", "chapter", "title", "timeout", "grid", "params", "needs", "alone"}
 RESERVED = {"run_dir"}  # set by the runner, never by a plan
 DEFAULT_TIMEOUT = 1800
 
@@ -35,6 +35,7 @@ class Run:
     title: str
     timeout: int
     needs: tuple[str, ...] = ()  # notebooks whose runs must have finished first (their artifacts)
+    alone: bool = False  # it measures time: executors run nothing beside it on the machine
 
     @property
     def slug(self) -> str:
@@ -185,6 +186,8 @@ def _expand(entry: dict, where: str) -> list[Run]:
             _check_type(where, f"grid.{key}", v, declared[key])
     for key, value in fixed.items():
         _check_type(where, f"params.{key}", value, declared[key])
+    if not isinstance(entry.get("alone", False), bool):
+        raise PlanError(f"{where}: alone must be true or false, got {entry['alone']!r}")
     timeout = entry.get("timeout", DEFAULT_TIMEOUT)
     if not isinstance(timeout, int) or timeout <= 0:
         raise PlanError(f"{where}: timeout must be a positive number of seconds, got {timeout!r}")
@@ -194,7 +197,7 @@ def _expand(entry: dict, where: str) -> list[Run]:
         runs.append(Run(
             notebook=name, params=params, grid_keys=tuple(grid), timeout=timeout,
             chapter=str(entry.get("chapter", "")), title=str(entry.get("title", name)),
-            needs=tuple(entry.get("needs", [])),
+            needs=tuple(entry.get("needs", [])), alone=entry.get("alone", False),
         ))
     return runs
 
