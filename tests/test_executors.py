@@ -110,6 +110,9 @@ def test_plan_order_and_needs_decide_what_waits(project):
     assert [r.slug for r in plan.runs] == ["x-1", "x-2", "x-3", "x-4", "x-7", "run"]
     assert plan.prerequisites(0) == [] and plan.prerequisites(4) == [0, 1, 2, 3]
     assert plan.prerequisites(5) == [0, 1, 2, 3, 4]  # a summary waits for every run above it
+    (project / "notebooks" / "plans" / "s.yaml").write_text(
+        PLAN.replace("params: {profile: PROFILE}", "needs: [after]\n    params: {profile: s}"))
+    assert load_plan("s").prerequisites(5) == [4]  # a summary with `needs` waits for those only
     bad = PLAN.replace("needs: [work]", "needs: [summary]")
     (project / "notebooks" / "plans" / "bad.yaml").write_text(bad)
     with pytest.raises(PlanError, match="needs = \\['summary'\\].*entries above it"):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from mlmlib.runs.plans import available_profiles, load_plan, notebook_parameters
+from mlmlib.runs.plans import available_profiles, is_summary, load_plan, notebook_parameters
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -41,6 +42,20 @@ def test_template_is_a_page(path):
 def test_every_plan_is_valid(profile):
     plan = load_plan(profile)  # validates notebook names, parameter names and types
     assert plan.runs
+
+
+@pytest.mark.parametrize("profile", available_profiles())
+def test_summaries_wait_for_every_notebook_they_read(profile):
+    """A summary with `needs` waits only for those runs (and hashes only their records): every
+    notebook its code names must be among them, or it could run before its inputs exist."""
+    for run in load_plan(profile).runs:
+        if not is_summary(run.notebook) or not run.needs:
+            continue
+        nb = json.loads((ROOT / "notebooks" / f"{run.notebook}.ipynb").read_text())
+        code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+        named = set(re.findall(r'"([A-C][0-9]_\w+|compute_benchmark|data_overview)"', code))
+        named |= {v for k, v in run.params.items() if k == "source_notebook"}
+        assert named and named <= set(run.needs), (profile, run.notebook, named, run.needs)
 
 
 # Paper B's defaults are the paper's (WordNet table, temperature 1), as its library's are; the smoke

@@ -69,12 +69,12 @@ class Plan:
     def prerequisites(self, i: int) -> list[int]:
         """The runs that run i waits for when runs execute side by side.
 
-        A summary (a notebook with a `profile` parameter) reads the records of every run before
-        it in the plan, so it waits for all of them; another run waits for the runs of the
-        notebooks its entry `needs` (e.g. fine-tuning needs the pretrained models).
+        A run waits for the runs of the notebooks its entry `needs` (fine-tuning needs the
+        pretrained models; a summary, the records it reads). A summary (a notebook with a
+        `profile` parameter) without `needs` reads every record above it and waits for them all.
         """
         run = self.runs[i]
-        if is_summary(run.notebook):
+        if is_summary(run.notebook) and not run.needs:
             return list(range(i))
         return [j for j in range(i) if self.runs[j].notebook in run.needs]
 

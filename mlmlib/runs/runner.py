@@ -183,8 +183,8 @@ def run_key(plan: Plan, i: int, versions: dict[str, str] | None = None) -> str:
     records it reads (computed now: a summary's key is only final once those runs finished)."""
     run = plan.runs[i]
     version = (versions or {}).get(run.notebook) or code_version(run.notebook)
-    earlier = [record_path(plan.profile, r) for r in plan.runs[:i]]
-    return run.key(version + _inputs_digest(plan.profile, run, earlier))
+    read = [record_path(plan.profile, plan.runs[j]) for j in plan.prerequisites(i)]
+    return run.key(version + _inputs_digest(plan.profile, run, read))
 
 
 def has_record(profile: str, run: Run, key: str) -> bool:
@@ -392,7 +392,8 @@ def _inputs_digest(profile: str, run: Run, earlier: list[Path]) -> str:
     """For a summary notebook (one with a `profile` parameter), a hash of the records it reads.
 
     Its own code and parameters do not change when the experiments it summarises are rerun,
-    so the records of the notebooks before it in the plan are part of what makes it finished.
+    so the records it reads (those of the notebooks its entry `needs`, or else of every run
+    above it in the plan) are part of what makes it finished.
     """
     if not is_summary(run.notebook):
         return ""
