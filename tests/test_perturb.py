@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from mlmlib import stats
+from mlmlib.data import task_splits
 from mlmlib.data.synonyms import SynonymTable
 from mlmlib.papers.distributional import claims, perturb
 from mlmlib.papers.distributional import perturbation_deltas as pdl
@@ -258,20 +259,20 @@ def toy_task(n_train=50, n_validation=12, n_test=10):
 
 def test_test_and_selection_splits_are_disjoint():
     data = toy_task()
-    for splits in (pdl.task_splits(data, test_split="test"),
-                   pdl.task_splits(data, test_split="validation", selection_split="train-holdout", holdout=8),
-                   pdl.task_splits(data, test_split="validation", selection_split="test")):
+    for splits in (task_splits(data, test_split="test"),
+                   task_splits(data, test_split="validation", selection_split="train-holdout", holdout=8),
+                   task_splits(data, test_split="validation", selection_split="test")):
         texts = {k: set(v["text"]) for k, v in splits.items()}
         assert not texts["train"] & texts["selection"] and not texts["train"] & texts["test"]
         assert not texts["selection"] & texts["test"] and all(texts.values())
-    holdout = pdl.task_splits(data, test_split="validation", selection_split="train-holdout", holdout=8)
+    holdout = task_splits(data, test_split="validation", selection_split="train-holdout", holdout=8)
     assert len(holdout["selection"]) == 8 and len(holdout["train"]) == 42
     with pytest.raises(ValueError, match="is the test split"):
-        pdl.task_splits(data, test_split="validation", selection_split="validation")
+        task_splits(data, test_split="validation", selection_split="validation")
     with pytest.raises(ValueError, match="test_split"):
-        pdl.task_splits(data, test_split="train")
+        task_splits(data, test_split="train")
     with pytest.raises(ValueError, match="holdout"):
-        pdl.task_splits(data, test_split="test", selection_split="train-holdout", holdout=50)
+        task_splits(data, test_split="test", selection_split="train-holdout", holdout=50)
 
 
 # ---- pair inputs (MNLI): the other text stays in every classification
@@ -377,3 +378,12 @@ def test_tag_matched_template():
     assert [pdl.tag_template(t) for t in ("VP", "NP", "ADJP", "VBD", "NNS", "JJ", "v", "n", "a")] == \
         ["[MASK] {x}", "{x} [MASK]", "[MASK] is {x}"] * 3
     assert pdl.tag_template("PP") is None and pdl.tag_template("3") is None
+
+
+def test_back_translation_dependencies_are_installed():
+    """The paper profile's phrase level back-translates with FSMT, whose tokenizer needs
+    sacremoses: a missing package would only raise after hours of fine-tuning."""
+    import importlib.util
+
+    assert importlib.util.find_spec("sacremoses") is not None
+    from transformers import FSMTTokenizer  # noqa: F401 - importable with it

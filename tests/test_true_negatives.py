@@ -436,3 +436,13 @@ def test_notebook_defaults_equal_the_dataclass_defaults(notebook):
             wrong.append(f"parameter {param} = {params[param]!r} but {cls.__name__}.{name} "
                          f"defaults to {defaults[name]!r}")
     assert not wrong, f"{notebook}: " + "; ".join(wrong)
+
+
+def test_mlm_arms_build_at_electra_small_geometry():
+    """ELECTRA-small factorises its embeddings (128 against hidden 256); BERT cannot, so B1's MLM
+    arms at that size (the paper plan) get embeddings as wide as their layers instead of raising."""
+    size = ModelSize(vocab_size=50, hidden=32, layers=1, heads=2, max_len=16, embedding_size=16)
+    mlm = tn.build_model("mlm", size, 0.25, seed=0)
+    assert mlm.bert.embeddings.word_embeddings.weight.shape == (50, 32)
+    pair = tn.build_model("electra", size, 0.25, seed=0)
+    assert pair.discriminator.electra.embeddings.word_embeddings.weight.shape == (50, 16)

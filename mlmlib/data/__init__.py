@@ -8,7 +8,7 @@ fail at once, naming the embedded alternative, when there is no network.
 from mlmlib.data.corpora import EMBEDDED_CORPORA, HUB_CORPORA, load_corpus
 from mlmlib.data.hub import HubUnavailableError
 from mlmlib.data.synonyms import SynonymTable, load_synonyms
-from mlmlib.data.tasks import EMBEDDED_TASKS, HUB_TASKS, WORDNET_LEXNAMES, load_task
+from mlmlib.data.tasks import EMBEDDED_TASKS, HUB_TASKS, WORDNET_LEXNAMES, load_task, task_splits
 from mlmlib.data.vectors import WordVectors, load_vectors
 from mlmlib.data.wordlists import WORD_LISTS, load_word_list
 
@@ -27,4 +27,5 @@ __all__ = [
     "load_task",
     "load_vectors",
     "load_word_list",
+    "task_splits",
 ]

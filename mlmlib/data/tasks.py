@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
+import numpy as np
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 
 from mlmlib.data.corpora import (
@@ -121,3 +122,33 @@ def _hub_task(name: str, spec: HubTask, **kwargs) -> DatasetDict:
         parts = out["train"].train_test_split(test_size=0.1, seed=0, stratify_by_column="label")
         out["train"], out["validation"] = parts["train"], parts["test"]
     return DatasetDict(out)
+
+
+SELECTION_FROM_TRAIN = "train-holdout"
+
+
+def task_splits(data, *, test_split: str, selection_split: str = "validation", holdout: int = 1000,
+                seed: int = 0) -> dict:
+    """The task's train, selection and test splits, disjoint: selection picks the models, test is perturbed.
+
+    selection_split is a split of `data` other than the test split, or "train-holdout": `holdout`
+    seeded random training examples, taken out of train (for GLUE, whose labelled validation split is then the test).
+    """
+    splits = [s for s in data if s != "train"]
+    if test_split not in splits:
+        raise ValueError(f"test_split={test_split!r} is not a split of the task; allowed: {', '.join(splits)}")
+    if selection_split == test_split:
+        raise ValueError(f"selection_split={selection_split!r} is the test split: the models would be selected "
+                         f"on the inputs they are tested on; use another split or {SELECTION_FROM_TRAIN!r}")
+    if selection_split == SELECTION_FROM_TRAIN:
+        n = len(data["train"])
+        if not isinstance(holdout, int) or not 0 < holdout < n:
+            raise ValueError(f"holdout must be an int in [1, {n - 1}] (training examples), got {holdout!r}")
+        order = np.random.default_rng(seed).permutation(n)
+        train = data["train"].select(np.sort(order[holdout:]))
+        selection = data["train"].select(np.sort(order[:holdout]))
+        return {"train": train, "selection": selection, "test": data[test_split]}
+    if selection_split not in splits:
+        raise ValueError(f"selection_split={selection_split!r} is not a split of the task; allowed: "
+                         f"{', '.join(s for s in splits if s != test_split)} or {SELECTION_FROM_TRAIN!r}")
+    return {"train": data["train"], "selection": data[selection_split], "test": data[test_split]}

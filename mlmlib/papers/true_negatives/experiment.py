@@ -389,10 +389,14 @@ def for_objective(config: PretrainConfig, objective: str, **changes) -> Pretrain
 
 
 def build_model(objective: str, size: ModelSize, generator_fraction: float, seed: int):
-    """A fresh ELECTRA pair or BERT masked LM of `size`."""
+    """A fresh ELECTRA pair or BERT masked LM of `size`.
+
+    BERT has no factorised embeddings: the MLM arms of a size with a narrower `embedding_size`
+    (ELECTRA-small: 128 against hidden 256) get embeddings as wide as their layers.
+    """
     if objective == "electra":
         return electra(size, generator_fraction, seed=seed)
-    return bert_mlm(size, seed=seed)
+    return bert_mlm(dataclasses.replace(size, embedding_size=None), seed=seed)
 
 
 def warm_start(objective: str, size: ModelSize, generator_fraction: float, data: dict,
