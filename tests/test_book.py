@@ -25,7 +25,9 @@ SUMMARIES = ("A4_synthetic_summary", "A6_real_summary", "B3_true_negatives_summa
 
 @pytest.mark.slow
 def test_test_profile_runs_and_book_renders_with_figures(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "mlmlib", "run", "--profile", "test", "--force"],
+    # as `make book` runs a profile: two runs side by side (the serial batch: test_runner.py)
+    run = subprocess.run([sys.executable, "-m", "mlmlib", "run", "--profile", "test", "--force",
+                          "--executor", "local", "--max-parallel", "2"],
                          cwd=ROOT, capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     plan = load_plan("test")

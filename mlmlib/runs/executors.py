@@ -38,6 +38,7 @@ SLURM_KEYS = {"partition", "time_min", "cpus_per_run", "mem_gb", "gpus_per_run",
 # squeue states of a job that is not over yet (a requeued job goes back to PENDING)
 SLURM_LIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD",
               "REQUEUE_FED", "RESIZING", "SUSPENDED", "SIGNALING", "STAGE_OUT", "STOPPED"}
+EXTRA = "extra"  # an adopted job beyond the slots a restarted driver was given: not a slot
 LOCAL_TIME_MIN = 7 * 24 * 60  # local jobs are not killed for time: each cell has its own timeout
 
 
@@ -209,9 +210,12 @@ def job_file(profile: str, name: str, kind: str = "job") -> Path:
 def job_alive(info: dict) -> bool:
     """True when the job a job file names has not ended (asked of SLURM, or of this host)."""
     if info.get("executor") == "slurm":
-        out = subprocess.run(["squeue", "-h", "-j", str(info["job_id"]), "-o", "%T"],
-                             capture_output=True, text=True, check=False).stdout.split()
-        return bool(out) and out[0] in SLURM_LIVE
+        asked = subprocess.run(["squeue", "-h", "-j", str(info["job_id"]), "-o", "%T"],
+                               capture_output=True, text=True, check=False)
+        if asked.returncode != 0:  # a job SLURM no longer knows has ended; any other error:
+            return "Invalid job id" not in asked.stderr  # ask again later, never resubmit it
+        state = asked.stdout.split()
+        return bool(state) and state[0] in SLURM_LIVE
     if info.get("host") != socket.gethostname():
         return True  # a local job of another host: we cannot tell; never submit it twice
     return str(info.get("job_id", "")).isdigit() and pid_alive(int(info["job_id"]))
@@ -240,7 +244,7 @@ def run_with_executor(plan: Plan, options: Options, force: bool = False, log=pri
     for i in (i for i, s in enumerate(state) if s == "pending"):  # jobs of an earlier driver
         info = _read_json(job_file(profile, names[i]))
         if info and job_alive(info):
-            slot = info.get("slot") if info.get("slot") in free else (free[0] if free else "extra")
+            slot = info.get("slot") if info.get("slot") in free else (free[0] if free else EXTRA)
             if slot in free:
                 free.remove(slot)
             flights[i], state[i] = Flight(i, None, slot, info), "running"
@@ -256,7 +260,8 @@ def run_with_executor(plan: Plan, options: Options, force: bool = False, log=pri
             if not over:
                 continue
             del flights[i]
-            free.append(flight.slot)
+            if flight.slot != EXTRA:
+                free.append(flight.slot)
             state[i] = _settle(profile, names[i], flight, report, log, f"[{i + 1}/{n}]")
         for i in [i for i, s in enumerate(state) if s == "pending"]:
             waits = plan.prerequisites(i)
@@ -271,9 +276,10 @@ def run_with_executor(plan: Plan, options: Options, force: bool = False, log=pri
                         and all(state[j] not in ("pending", "running") for j in plan.prerequisites(i))),
                        key=lambda i: (-expected[i], i))  # longest first: the batch ends sooner
         for i in ready:  # a run that measures time runs alone (local), with every core
-            if not free or any(plan.runs[f.index].alone for f in flights.values()):
+            local = options.executor == "local"
+            if not free or (local and any(plan.runs[f.index].alone for f in flights.values())):
                 break
-            alone = plan.runs[i].alone and options.executor == "local"
+            alone = plan.runs[i].alone and local
             if alone and flights:
                 continue  # it starts once the runs in flight have ended
             n_threads = (os.cpu_count() or 1) if alone and not options.gpus else threads
@@ -285,8 +291,8 @@ def run_with_executor(plan: Plan, options: Options, force: bool = False, log=pri
                 last = runner._last_line(runs_dir(profile) / runner.LOGS / f"{names[flight.index].replace('/', '__')}.log")
                 log(f"      ... {names[flight.index]}: {time.time() - flight.started:.0f} s"
                     + (f" | {last}" if last else ""))
-        if flights:
-            time.sleep(options.poll_s)
+        if flights:  # SLURM is asked about each job at most every 10 s
+            time.sleep(max(options.poll_s, 10.0) if options.executor == "slurm" else options.poll_s)
     return report
 
 
