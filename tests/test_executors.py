@@ -145,17 +145,16 @@ def test_two_cpu_slots_run_at_most_two_side_by_side(project):
     assert "6 ran, 0 skipped, 0 failed" in out, out
     recs = _records(project, "q")
     work = [recs[f"work/x-{x}"] for x in (1, 2, 3)]
-    alone = recs["work/x-4"]["metrics"]  # `alone: true`: nothing beside it, every core
+    alone = recs["work/x-4"]["metrics"]  # `alone: true`: nothing beside it
     others = [r["metrics"] for name, r in recs.items() if name != "work/x-4"]
     assert all(m["end"] <= alone["start"] or m["start"] >= alone["end"] for m in others if "start" in m)
-    assert alone["threads"] == str(os.cpu_count())
     spans = [(r["metrics"]["start"], r["metrics"]["end"], r["device"]["slot"]) for r in work]
     for t in sorted(s for s, _, _ in spans):  # how many runs were inside their steps at each start
         inside = [slot for s, e, slot in spans if s <= t < e]
         assert len(inside) <= 2 and len(set(inside)) == len(inside), spans
     assert any(s2 < e1 and s1 < e2 for i, (s1, e1, _) in enumerate(spans) for s2, e2, _ in spans[i + 1:])
     expected_threads = str(max(1, (os.cpu_count() or 1) // 2))
-    assert {r["metrics"]["threads"] for r in work} == {expected_threads}
+    assert {r["metrics"]["threads"] for r in [*work, recs["work/x-4"]]} == {expected_threads}
     assert {r["device"]["executor"] for r in recs.values()} == {"local"}
     after = recs["after/x-7"]["metrics"]["start"]
     assert after >= max(e for _, e, _ in spans) and after >= alone["end"]  # `needs: [work]` waited for every work run

@@ -275,15 +275,16 @@ def run_with_executor(plan: Plan, options: Options, force: bool = False, log=pri
         ready = sorted((i for i, s in enumerate(state) if s == "pending"
                         and all(state[j] not in ("pending", "running") for j in plan.prerequisites(i))),
                        key=lambda i: (-expected[i], i))  # longest first: the batch ends sooner
-        for i in ready:  # a run that measures time runs alone (local), with every core
+        for i in ready:  # a run that measures time runs alone (local), with the same threads:
+            # two threads of one run stall whenever another process takes a core (B2 at
+            # ELECTRA-small size, alone with 2 threads beside `yes`: 3x its quiet time)
             local = options.executor == "local"
             if not free or (local and any(plan.runs[f.index].alone for f in flights.values())):
                 break
             alone = plan.runs[i].alone and local
             if alone and flights:
                 continue  # it starts once the runs in flight have ended
-            n_threads = (os.cpu_count() or 1) if alone and not options.gpus else threads
-            flights[i] = _submit(executor, options, plan, i, free.pop(0), n_threads, force, only, log)
+            flights[i] = _submit(executor, options, plan, i, free.pop(0), threads, force, only, log)
             state[i] = "running"
         if time.time() - last_beat >= runner.HEARTBEAT_S and flights:
             last_beat = time.time()

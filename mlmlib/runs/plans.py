@@ -35,7 +35,7 @@ class Run:
     title: str
     timeout: int
     needs: tuple[str, ...] = ()  # notebooks whose runs must have finished first (their artifacts)
-    alone: bool = False  # it measures time: executors run nothing beside it on the machine
+    alone: bool = False  # it measures time: the local executor runs nothing beside it
 
     @property
     def slug(self) -> str:
