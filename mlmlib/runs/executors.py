@@ -267,7 +267,9 @@ def run_with_executor(plan: Plan, options: Options, force: bool = False, log=pri
             waits = plan.prerequisites(i)
             if any(state[j] in ("pending", "running") for j in waits):
                 continue
-            broken = [names[j] for j in waits if state[j] == "failed" and not _is_summary_wait(plan, i)]
+            # a summary runs after failed runs too (it shows what finished); a `needs` entry does not
+            broken = [names[j] for j in waits
+                      if state[j] == "failed" and not is_summary(plan.runs[i].notebook)]
             if broken:
                 state[i] = "failed"
                 report.failed[names[i]] = f"not run: it needs {broken[0]}, which failed"
@@ -304,17 +306,12 @@ def _initial_state(plan: Plan, versions: dict[str, str], force: bool) -> list[st
     """
     state: list[str] = []
     for i, run in enumerate(plan.runs):
-        if force or (_is_summary_wait(plan, i) and "pending" in (state[j] for j in plan.prerequisites(i))):
+        if force or (is_summary(run.notebook) and "pending" in (state[j] for j in plan.prerequisites(i))):
             state.append("pending")
         else:
             finished = runner.has_record(plan.profile, run, runner.run_key(plan, i, versions))
             state.append("skipped" if finished else "pending")
     return state
-
-
-def _is_summary_wait(plan: Plan, i: int) -> bool:
-    """A summary runs after failed runs too (it shows what finished); a `needs` entry does not."""
-    return is_summary(plan.runs[i].notebook)
 
 
 def _submit(executor, options: Options, plan: Plan, i: int, slot: str, threads: int, force: bool,
