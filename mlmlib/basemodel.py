@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, fields
 
+import torch
+
 from mlmlib import cache, minilm
 from mlmlib.models import ModelSize, bert_mlm, load_model, save_model, saved_files
-from mlmlib.pretrain import PretrainConfig, pretrain
+from mlmlib.pretrain import PretrainConfig, masked_lm_logits, pretrain
 from mlmlib.tokenize import encode, load_tokenizer
 
 EMBEDDED = "embedded"
@@ -82,3 +84,42 @@ def pretrained_base(config: BaseModelConfig, progress: bool | None = None):
                           expect=(*saved_files(), "history.json"))
     history = json.loads((folder / "history.json").read_text())
     return load_model(folder / "model"), tokenizer, history
+
+
+@torch.no_grad()
+def masked_predictions(model, tokenizer, texts: list[str], *, max_length: int = 64,
+                       mask_rate: float = 0.15, seed: int = 0, batch_size: int = 64):
+    """Mask word pieces of texts (each by [MASK]) and predict them.
+
+    Returns (row, target, prediction), one entry per masked piece: the text it came from (for
+    intervals over texts), the original piece and the model's top prediction.
+    """
+    if not 0 < mask_rate < 1:
+        raise ValueError(f"mask_rate must be in (0, 1), got {mask_rate}")
+    data = encode_corpus(tokenizer, texts, max_length)
+    generator = torch.Generator().manual_seed(seed)
+    candidates = data["attention_mask"].bool() & ~data["special_tokens_mask"].bool()
+    masked = candidates & (torch.rand(candidates.shape, generator=generator) < mask_rate)
+    inputs = data["input_ids"].masked_fill(masked, tokenizer.mask_token_id)
+    model.eval()
+    device = next(model.parameters()).device
+    predictions = []
+    for start in range(0, len(inputs), batch_size):
+        rows = slice(start, start + batch_size)
+        logits = masked_lm_logits(model, inputs[rows].to(device),
+                                  data["attention_mask"][rows].to(device), masked[rows].to(device))
+        predictions.append(logits.argmax(-1).cpu())
+    return masked.nonzero()[:, 0], data["input_ids"][masked], torch.cat(predictions)
+
+
+def masked_accuracy(model, tokenizer, texts: list[str], **kwargs) -> float:
+    """Share of masked word pieces (all replaced by [MASK]) that the model predicts exactly."""
+    _, targets, predictions = masked_predictions(model, tokenizer, texts, **kwargs)
+    return float((predictions == targets).float().mean())
+
+
+def most_frequent_piece(tokenizer, texts: list[str], max_length: int = 64) -> int:
+    """The commonest non-special word piece of texts: the unigram baseline's one prediction."""
+    data = encode_corpus(tokenizer, texts, max_length)
+    pieces = data["input_ids"][data["attention_mask"].bool() & ~data["special_tokens_mask"].bool()]
+    return int(torch.bincount(pieces).argmax())

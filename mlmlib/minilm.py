@@ -20,8 +20,6 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import torch
-
 from mlmlib import cache
 from mlmlib.models import ATTENTION, load_model, save_model, saved_files
 
@@ -133,20 +131,3 @@ def _weights_digest() -> str:
     """The shipped weights' size: another release of the package, another cached head."""
     stat = (minilm_dir() / "model.safetensors").stat()
     return f"{stat.st_size}"
-
-
-@torch.no_grad()
-def masked_accuracy(model, tokenizer, texts: list[str], *, max_length: int = 64,
-                    mask_rate: float = 0.15, seed: int = 0) -> float:
-    """Share of masked word pieces (all replaced by [MASK]) that the model predicts exactly."""
-    from mlmlib.basemodel import encode_corpus
-    from mlmlib.pretrain import masked_lm_logits
-
-    data = encode_corpus(tokenizer, texts, max_length)
-    generator = torch.Generator().manual_seed(seed)
-    candidates = data["attention_mask"].bool() & ~data["special_tokens_mask"].bool()
-    masked = candidates & (torch.rand(candidates.shape, generator=generator) < mask_rate)
-    inputs = data["input_ids"].masked_fill(masked, tokenizer.mask_token_id)
-    model.eval()
-    logits = masked_lm_logits(model, inputs, data["attention_mask"], masked)
-    return float((logits.argmax(-1) == data["input_ids"][masked]).float().mean())

@@ -75,29 +75,6 @@ def test_head_fit_changes_the_head_only_and_is_cached(tmp_path, monkeypatch):
     monkeypatch.setattr(minilm, "untrained_mlm", lambda: pytest.fail("rebuilt instead of loaded"))
     again, _, _ = minilm.minilm_mlm(fit, progress=False)
     assert torch.equal(again.state_dict()["cls.predictions.bias"], fitted["cls.predictions.bias"])
-
-
-@needs_package
-@pytest.mark.parametrize("predicted, expected", [("the", 1.0), ("cat", 0.0)])
-def test_masked_accuracy_compares_predictions_with_the_original_tokens(monkeypatch, predicted,
-                                                                       expected):
-    import mlmlib.pretrain
-
-    tokenizer = minilm.minilm_tokenizer()
-    token = tokenizer.convert_tokens_to_ids(predicted)
-
-    def always(model, input_ids, attention_mask, masked):
-        assert (input_ids[masked] == tokenizer.mask_token_id).all()  # the model sees [MASK]
-        logits = torch.zeros(int(masked.sum()), len(tokenizer))
-        logits[:, token] = 1.0
-        return logits
-
-    monkeypatch.setattr(mlmlib.pretrain, "masked_lm_logits", always)
-    texts = ["the the the the the the the the"] * 4
-    model = torch.nn.Identity()
-    assert minilm.masked_accuracy(model, tokenizer, texts, mask_rate=0.5) == expected
-
-
 def test_the_minilm_base_needs_its_own_tokenizer():
     from mlmlib.basemodel import BaseModelConfig, pretrained_base
 

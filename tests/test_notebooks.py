@@ -58,6 +58,28 @@ def test_summaries_wait_for_every_notebook_they_read(profile):
         assert named and named <= set(run.needs), (profile, run.notebook, named, run.needs)
 
 
+def _base_params(run) -> dict:
+    defaults = notebook_parameters(str(ROOT / "notebooks" / f"{run.notebook}.ipynb"))
+    return {k: run.params.get(k, v) for k, v in defaults.items() if k.startswith("base_")}
+
+
+@pytest.mark.parametrize("profile", available_profiles())
+def test_runs_that_need_the_base_use_the_base_built_before_them(profile):
+    """A5, C1 and C2 load the base that the base_model run built (with other base_* values they
+    would build their own beside it, and runs side by side would wait on its cache lock)."""
+    runs = load_plan(profile).runs
+    built = [_base_params(r) for r in runs if r.notebook == "base_model"]
+    users = [r for r in runs if r.notebook != "base_model" and (
+        any(k.startswith("base_") for k in r.params)
+        or r.notebook in ("A5_real_finetune_perturb", "C1_task_scores", "C2_selective_mlm"))]
+    assert built and users
+    for run in users:
+        if profile == "test" and run.notebook == "A5_real_finetune_perturb":
+            continue  # the test plan's A5 trains its own, smaller base (4 steps)
+        assert "base_model" in run.needs, (profile, run.notebook)
+        assert _base_params(run) in built, (profile, run.notebook, _base_params(run))
+
+
 # Paper B's defaults are the paper's (WordNet table, temperature 1), as its library's are; the smoke
 # plan departs from them on purpose, for the reasons its comment gives.
 OWN_DEFAULTS = {"B1_true_negatives_pretrain", "B2_true_negatives_overhead"}
