@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -360,3 +361,16 @@ def test_runner_kernels_are_not_interrupted_on_shutdown(monkeypatch, manager, si
 
     asyncio.run(start_interrupt_shutdown())
     assert sent == [signal.SIGINT] * (1 + signals_at_shutdown)
+
+
+def test_socket_folders_of_runners_are_removed_at_exit_or_by_the_next_runner(tmp_path):
+    """Each runner keeps its kernels' sockets in a folder of its own: removed when it exits,
+    and a killed runner's folder is removed by the next runner on the host."""
+    host = socket.gethostname()
+    dead = tmp_path / f".mlmlib-ipc.{host}.999999999.ipc"  # no such pid
+    dead.mkdir()
+    code = "from mlmlib.runs import runner; print(runner._ipc_folder())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "TMPDIR": str(tmp_path)}).stdout.strip()
+    assert Path(out).parent == tmp_path and Path(out).name.startswith(f".mlmlib-ipc.{host}.")
+    assert not dead.exists() and not Path(out).exists()

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
 import platform
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,6 +18,7 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 
@@ -41,9 +42,18 @@ KERNEL = os.environ.get("MLMLIB_KERNEL", "mlmlib")
 
 def kernel_config() -> Config:
     """The kernel manager's config: IPC transport, socket files in this process's own folder."""
-    folder = Path(tempfile.gettempdir()) / f"mlmlib-ipc-{socket.gethostname()}-{os.getpid()}"
+    return Config({"KernelManager": {"transport": "ipc", "ip": str(_ipc_folder() / "kernel")}})
+
+
+@cache
+def _ipc_folder() -> Path:
+    """This process's socket folder, removed at exit; folders of dead processes are removed here."""
+    base = Path(tempfile.gettempdir()) / "mlmlib-ipc"
+    remove_dead_temps(base, "ipc")  # left by killed runners
+    folder = temp_name(base, "ipc")
     folder.mkdir(mode=0o700, exist_ok=True)
-    return Config({"KernelManager": {"transport": "ipc", "ip": str(folder / "kernel")}})
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 HEARTBEAT_S = 30
 
 
