@@ -104,11 +104,20 @@ def _check_size(size_or_name) -> None:
         )
 
 
+def from_hub(cls, name: str, **kwargs) -> PreTrainedModel:
+    """`cls.from_pretrained(name)` through mlmlib.data.hub: from the hub mirror when one is set,
+    with one clear error at once when the hub cannot be reached."""
+    from mlmlib.data.hub import load_hub_pretrained
+
+    return load_hub_pretrained(f"model {name!r}", 'base model "embedded" (or a ModelSize)', cls.from_pretrained,
+                               name, attn_implementation=ATTENTION, **kwargs)
+
+
 def bert_mlm(size_or_name: ModelSize | str, *, seed: int | None = None) -> BertForMaskedLM:
     """A BERT masked-LM: freshly initialised from a ModelSize, or pretrained by hub name."""
     _check_size(size_or_name)
-    if isinstance(size_or_name, str):  # paper scale, needs the network (never in tests)
-        return BertForMaskedLM.from_pretrained(size_or_name, attn_implementation=ATTENTION)
+    if isinstance(size_or_name, str):  # paper scale: from the hub (the network) or its mirror
+        return from_hub(BertForMaskedLM, size_or_name)
     with _seeded(seed):
         return BertForMaskedLM(bert_config(size_or_name))
 
@@ -145,7 +154,7 @@ def _new_classifier(cls, make_config, size_or_name, num_labels: int, seed: int |
     if pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
     if isinstance(size_or_name, str):
-        return cls.from_pretrained(size_or_name, num_labels=num_labels, attn_implementation=ATTENTION)
+        return from_hub(cls, size_or_name, num_labels=num_labels)
     with _seeded(seed):
         return cls(make_config(size_or_name, num_labels=num_labels))
 
@@ -272,8 +281,8 @@ def electra(
     _check_size(size_or_name)
     if isinstance(size_or_name, str):
         gen_name = generator_name or size_or_name.replace("-discriminator", "-generator")
-        disc = ElectraForPreTraining.from_pretrained(size_or_name, attn_implementation=ATTENTION)
-        gen = ElectraForMaskedLM.from_pretrained(gen_name, attn_implementation=ATTENTION)
+        disc = from_hub(ElectraForPreTraining, size_or_name)
+        gen = from_hub(ElectraForMaskedLM, gen_name)
         return ElectraPair(gen, disc)
     if not isinstance(generator_fraction, (int, float)) or not 0 < generator_fraction <= 1:
         raise ValueError(f"generator_fraction must be in (0, 1], got {generator_fraction!r}")

@@ -14,7 +14,7 @@ from mlmlib.data.corpora import (
     embedded_rows,
     wordnet_bucket,
 )
-from mlmlib.data.hub import load_hub_dataset
+from mlmlib.data.hub import load_hub_dataset, mirror_dataset_dir, mirror_root
 
 # WordNet's 45 lexicographer files, in file-number order (lexnames(5WN)); the build script
 # uses this list too, so the bundle and the label names cannot drift apart.
@@ -42,6 +42,7 @@ class HubTask:
     text_pair: str | None = None
     label: str = "label"
     splits: tuple[tuple[str, str], ...] = ()  # (source split, our split) renames
+    needs: tuple[str, ...] = ("train",)  # source splits a mirror copy must have, beside the renamed ones
     alternative: str = 'task "amazon-food"'
 
 
@@ -50,12 +51,25 @@ _GLUE = {
     "qqp": ("question1", "question2"), "mnli": ("premise", "hypothesis"),
     "qnli": ("question", "sentence"), "rte": ("sentence1", "sentence2"), "wnli": ("sentence1", "sentence2"),
 }
+GLUE_TASKS = tuple(_GLUE)
+# The score each GLUE task is reported by (the GLUE benchmark's convention, as paper B's tables
+# use it): Matthews correlation for CoLA, F1 of the positive class for MRPC and QQP, accuracy
+# for the others. Any other task is scored by accuracy.
+GLUE_METRICS = {"cola": "matthews", "mrpc": "f1_positive", "qqp": "f1_positive"}
+
+
+def score_metric(task: str) -> str:
+    """The metric a task's headline score is (a key of mlmlib.finetune.evaluate's result)."""
+    return GLUE_METRICS.get(task, "accuracy")
+
+
 _MNLI_SPLITS = (("validation_matched", "validation"), ("validation_mismatched", "validation_mismatched"),
                 ("test_matched", "test"), ("test_mismatched", "test_mismatched"))
 HUB_TASKS: dict[str, HubTask] = {
-    **{name: HubTask("nyu-mll/glue", name, a, b, splits=_MNLI_SPLITS if name == "mnli" else ())
+    **{name: HubTask("nyu-mll/glue", name, a, b, splits=_MNLI_SPLITS if name == "mnli" else (),
+                     needs=("train",) if name == "mnli" else ("train", "validation"))
        for name, (a, b) in _GLUE.items()},
-    "imdb": HubTask("stanfordnlp/imdb", None, "text"),
+    "imdb": HubTask("stanfordnlp/imdb", None, "text", needs=("train", "test")),
     "tweets-hate-speech": HubTask(
         "tweets-hate-speech-detection/tweets_hate_speech_detection", None, "tweet",
         alternative='task "amazon-food" (no hate speech set is embedded)'),
@@ -104,8 +118,11 @@ def load_task(name: str = "amazon-food", **kwargs) -> DatasetDict:
 
 
 def _hub_task(name: str, spec: HubTask, **kwargs) -> DatasetDict:
-    """Download a hub task and normalise it to our schema; unlabelled splits (label -1) are dropped."""
+    """Load a hub task (hub or mirror) and normalise it to our schema; unlabelled splits (label -1) are dropped."""
     data = load_hub_dataset(f"task {name!r}", spec.alternative, spec.path, spec.config, **kwargs)
+    root = mirror_root()
+    if root is not None:
+        _check_mirror_copy(name, spec, data, mirror_dataset_dir(root, spec.path, spec.config))
     renames = dict(spec.splits)
     out = {}
     for split, ds in data.items():
@@ -122,6 +139,22 @@ def _hub_task(name: str, spec: HubTask, **kwargs) -> DatasetDict:
         parts = out["train"].train_test_split(test_size=0.1, seed=0, stratify_by_column="label")
         out["train"], out["validation"] = parts["train"], parts["test"]
     return DatasetDict(out)
+
+
+def _check_mirror_copy(name: str, spec: HubTask, data, folder) -> None:
+    """A mirror copy is made by hand or by another tool: check it has the hub's splits and columns the
+    spec reads, so a wrong copy fails here, naming what is missing, not deep inside a run."""
+    needed = [*spec.needs, *(source for source, _ in spec.splits)]
+    missing = [s for s in needed if s not in data]
+    if missing:
+        raise ValueError(f"task {name!r}: the mirror copy in {folder} lacks split(s) {missing}; "
+                         f"it has {list(data)}, the task reads {needed}")
+    columns = [c for c in (spec.text, spec.text_pair, spec.label) if c]
+    for split, ds in data.items():
+        lacking = [c for c in columns if c not in ds.column_names]
+        if lacking:
+            raise ValueError(f"task {name!r}: split {split!r} of the mirror copy in {folder} lacks column(s) "
+                             f"{lacking}; it has {ds.column_names}, the task reads {columns}")
 
 
 SELECTION_FROM_TRAIN = "train-holdout"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mlmlib.data.hub import HubUnavailableError, host_reachable, offline_by_env, offline_message
+from mlmlib.data import hub
 
 EMBEDDED_VECTORS = ("glove-6b-50d",)
 # Names of gensim's downloader (its own server, not the HF hub): paper scale only.
@@ -67,7 +67,7 @@ def load_vectors(name: str = "glove-6b-50d") -> WordVectors:
     if name == "glove-6b-50d":
         return _glove_6b_50d()
     if name in GENSIM_VECTORS:
-        return _gensim(name)
+        return _gensim(name, hub.mirror_root())  # keyed by the mirror too: setting one is never masked
     known = [*EMBEDDED_VECTORS, *GENSIM_VECTORS, *ALIASES]
     raise ValueError(f"load_vectors: name={name!r} is unknown; known vectors: {', '.join(known)}")
 
@@ -92,18 +92,32 @@ def _glove_6b_50d() -> WordVectors:
 
 
 @cache
-def _gensim(name: str) -> WordVectors:
+def _gensim(name: str, mirror: Path | None) -> WordVectors:
+    if mirror is None:
+        kv = download_gensim(name)
+    else:
+        from gensim.models import KeyedVectors
+
+        path = hub.mirror_vectors_file(mirror, name)
+        if not path.is_file():
+            raise hub.not_in_mirror(f"vectors {name!r}", path)
+        kv = KeyedVectors.load(str(path))
+    return WordVectors(words=list(kv.index_to_key), vectors=np.asarray(kv.vectors, dtype=np.float32))
+
+
+def download_gensim(name: str):
+    """Download a gensim vector set as gensim's KeyedVectors, failing at once when its server is unreachable."""
     # gensim downloads from its own release server; check it answers before it hangs on a retry.
     alternative = 'vectors "glove-6b-50d"'
-    reason = "an offline switch (HF_*_OFFLINE) is set" if offline_by_env() else None
-    if reason is None and not host_reachable("github.com"):
+    reason = "an offline switch (HF_*_OFFLINE) is set" if hub.offline_by_env() else None
+    if reason is None and not hub.host_reachable("github.com"):
         reason = "github.com cannot be reached from this machine"
     if reason:
-        raise HubUnavailableError(offline_message(f"vectors {name!r}", alternative, reason, "gensim's data server"))
+        raise hub.HubUnavailableError(
+            hub.offline_message(f"vectors {name!r}", alternative, reason, "gensim's data server"))
     import gensim.downloader
 
-    kv = gensim.downloader.load(name)
-    return WordVectors(words=list(kv.index_to_key), vectors=np.asarray(kv.vectors, dtype=np.float32))
+    return gensim.downloader.load(name)
 
 
 def vector_parts(vectors) -> tuple[list[str], dict[str, int], np.ndarray]:

@@ -1,4 +1,4 @@
-"""Command line: `python -m mlmlib run|book|status|bench`."""
+"""Command line: `python -m mlmlib run|book|status|mirror|bench`."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ Run the book's experiments and build the book.
   python -m mlmlib run --profile paper --executor slurm --partition gpu --gpus-per-run 1
   python -m mlmlib book --profile smoke         build the HTML book from the executed runs
   python -m mlmlib status                       list finished and failed runs per profile
+  python -m mlmlib mirror --profile paper --to DIR   copy the hub data and models it needs to DIR
+                                                (then MLMLIB_HUB_MIRROR=DIR runs it offline)
   python -m mlmlib bench                        time mlmlib's training loop against HF Trainer
 
 A profile is a plan file in notebooks/plans/ (smoke: CPU in minutes; paper: GPUs, hub data).
@@ -57,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     book.add_argument("--output", default=None, help="folder for _build/ (default: book/)")
     status = sub.add_parser("status", help="which runs exist and which failed")
     status.add_argument("--profile", default=None, help="one profile (default: all present)")
+    mirror_cmd = sub.add_parser("mirror", help="fill a folder with the hub data and models a profile needs")
+    mirror_cmd.add_argument("--profile", default="paper", help="plan name in notebooks/plans/ (default: paper)")
+    mirror_cmd.add_argument("--to", required=True, metavar="DIR", help="the mirror folder (MLMLIB_HUB_MIRROR)")
+    mirror_cmd.add_argument("--list", action="store_true", help="only list what is needed and what DIR has")
     sub.add_parser("bench", help="training-throughput benchmark (see book page on compute)",
                    add_help=False)  # handled by mlmlib.__main__: the runs package trains nothing
     args = parser.parse_args(argv)
@@ -73,6 +79,17 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(f"\nThe book is at {(html / 'index.html').resolve().as_uri()}")
         return 0
+    if args.command == "mirror":
+        from pathlib import Path
+
+        from mlmlib.runs.mirror import mirror
+
+        try:
+            plan = load_plan(args.profile)
+        except PlanError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return mirror(plan, Path(args.to).expanduser(), list_only=args.list)
     if args.command == "status":
         if args.profile is not None:
             from mlmlib.runs.book import check_profile

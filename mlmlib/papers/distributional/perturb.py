@@ -336,7 +336,9 @@ class BackTranslator:
         self._models = {}
         for name in (self.forward, self.backward):
             tok = load_hub_pretrained(f"translation model {name!r}", alternative, FSMTTokenizer.from_pretrained, name)
-            model = FSMTForConditionalGeneration.from_pretrained(name).to(self.device).eval()
+            model = load_hub_pretrained(f"translation model {name!r}", alternative,
+                                        FSMTForConditionalGeneration.from_pretrained, name)
+            model = model.to(self.device).eval()
             self._models[name] = (tok, model)
 
     @torch.no_grad()
@@ -417,6 +419,11 @@ def parsed_perturbations(model, tokenizer, parsed: dict, kind: str, translate, *
     return out, dict(counts)
 
 
+# task -> (hub path, config, split) of its parsed test inputs; the hub mirror command reads it too
+PARSED_TESTS = {"mnli": ("nyu-mll/multi_nli", None, "validation_matched"),
+                "sst2": ("stanfordnlp/sst", "ptb", "validation")}
+
+
 def load_parsed_test(task: str, limit: int | None = None) -> dict[str, list]:
     """Parsed test inputs for the phrase level (hub, needs the network): trees, labels, text pairs.
 
@@ -428,23 +435,23 @@ def load_parsed_test(task: str, limit: int | None = None) -> dict[str, list]:
     from mlmlib.data.hub import load_hub_dataset
 
     alternative = 'perturbation kind "word" on task "amazon-food"'
+    if task not in PARSED_TESTS:
+        raise ValueError(f"load_parsed_test: task={task!r} has no parses; allowed: {', '.join(PARSED_TESTS)}")
+    path, config, split = PARSED_TESTS[task]
     if task == "mnli":
-        ds = load_hub_dataset("task 'mnli' with parses", alternative, "nyu-mll/multi_nli", None,
-                              split="validation_matched")
+        ds = load_hub_dataset("task 'mnli' with parses", alternative, path, config, split=split)
         ds = ds.filter(lambda r: r["label"] >= 0)
         if limit:
             ds = ds.select(range(min(limit, len(ds))))
         return {"trees": ds["premise_parse"], "pair_trees": ds["hypothesis_parse"], "texts": ds["premise"],
                 "text_pairs": ds["hypothesis"], "labels": ds["label"]}
-    if task == "sst2":
-        ds = load_hub_dataset("task 'sst2' with trees", alternative, "stanfordnlp/sst", "ptb", split="validation")
-        trees, labels = [], []
-        for text in ds["ptb_tree"]:
-            root = int(parse_tree(text).label)
-            if root != 2:
-                trees.append(text)
-                labels.append(int(root > 2))
-        if limit:
-            trees, labels = trees[:limit], labels[:limit]
-        return {"trees": trees, "labels": labels, "text_pairs": None}  # single texts: no pair_trees
-    raise ValueError(f"load_parsed_test: task={task!r} has no parses; allowed: mnli, sst2")
+    ds = load_hub_dataset("task 'sst2' with trees", alternative, path, config, split=split)
+    trees, labels = [], []
+    for text in ds["ptb_tree"]:
+        root = int(parse_tree(text).label)
+        if root != 2:
+            trees.append(text)
+            labels.append(int(root > 2))
+    if limit:
+        trees, labels = trees[:limit], labels[:limit]
+    return {"trees": trees, "labels": labels, "text_pairs": None}  # single texts: no pair_trees
