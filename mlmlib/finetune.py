@@ -136,15 +136,19 @@ def metrics_from_probs(probs: np.ndarray, labels) -> dict:
             "mse": float(np.mean((pred - labels) ** 2)),
         }
     pred = probs.argmax(1)
-    return {
+    metrics = {
         "accuracy": float(accuracy_score(labels, pred)),
         "f1": float(f1_score(labels, pred, average="macro", zero_division=0)),
         "matthews": float(matthews_corrcoef(labels, pred)),
     }
+    if probs.shape[1] == 2:  # GLUE's F1 for MRPC and QQP: of the positive class
+        metrics["f1_positive"] = float(f1_score(labels, pred, pos_label=1, zero_division=0))
+    return metrics
 
 
 def evaluate(model: nn.Module, data: dict, batch_size: int = 256) -> dict:
-    """Accuracy, macro F1 and Matthews (classifier) or Pearson, Spearman, MSE (regressor)."""
+    """Accuracy, macro F1, Matthews and (two classes) the positive class's F1 of a classifier,
+    or Pearson, Spearman, MSE of a regressor."""
     check_task_data(data)
     return metrics_from_probs(predict(model, data, batch_size), data["labels"])
 

@@ -271,11 +271,12 @@ def _stat_tensors(stats: dict, like: torch.Tensor) -> dict:
 
 def check_data(data: dict, config: PretrainConfig) -> tuple[int, int]:
     """Validate the tensors of a pretraining set; returns (N, L)."""
-    if not isinstance(data, dict) or "input_ids" not in data or "attention_mask" not in data:
-        raise ValueError("data must be a dict with at least 'input_ids' and 'attention_mask' (N, L)")
+    if not isinstance(data, dict) or "input_ids" not in data:
+        raise ValueError("data must be a dict with at least 'input_ids' (N, L)")
     ids = data["input_ids"]
-    if ids.dim() != 2 or ids.dtype != torch.long:
-        raise ValueError(f"data['input_ids'] must be a (N, L) long tensor, got {ids.dtype} {tuple(ids.shape)}")
+    if ids.dim() != 2 or ids.dtype not in (torch.int32, torch.long):
+        raise ValueError(f"data['input_ids'] must be a (N, L) int32 or long tensor, got {ids.dtype} "
+                         f"{tuple(ids.shape)}")
     for key in ("attention_mask", "special_tokens_mask", "word_ids", "mask_prob"):
         if key in data and data[key] is not None and tuple(data[key].shape) != tuple(ids.shape):
             raise ValueError(f"data['{key}'] shape {tuple(data[key].shape)} != input_ids {tuple(ids.shape)}")
@@ -318,14 +319,20 @@ class BatchSampler:
 def _batch(data: dict, idx: torch.Tensor, config: PretrainConfig, sampler: BatchSampler,
            mask_id: int, vocab_size: int, num_special: int, replace_ids) -> dict:
     """Slice a batch, drop all-padding columns, and mask it with the run's generator (on CPU)."""
-    attention = data["attention_mask"][idx].bool()
-    used = attention.any(0).nonzero()
-    width = int(used.max()) + 1 if used.numel() else 1  # right padding: trim the padded tail
-    ids = data["input_ids"][idx, :width]
-    attention = attention[:, :width]
+    if data.get("attention_mask") is not None:
+        attention = data["attention_mask"][idx].bool()
+        used = attention.any(0).nonzero()
+        width = int(used.max()) + 1 if used.numel() else 1  # right padding: trim the padded tail
+        attention = attention[:, :width]
+    else:  # packed rows: no padding
+        width = data["input_ids"].shape[1]
+        attention = torch.ones(len(idx), width, dtype=torch.bool)
+    ids = data["input_ids"][idx, :width].long()  # packed corpora are stored as int32
     special = ~attention
     if data.get("special_tokens_mask") is not None:
         special |= data["special_tokens_mask"][idx, :width].bool()
+    elif data.get("special_ids") is not None:
+        special |= torch.isin(ids, data["special_ids"])
     else:
         special |= ids < num_special
     prob = config.mask_rate if data.get("mask_prob") is None else data["mask_prob"][idx, :width]
@@ -375,10 +382,12 @@ def pretrain(
     """Pretrain `model` in place (MLM or ELECTRA); returns the logged history as a list of rows.
 
     model: a BertForMaskedLM / ElectraForMaskedLM (objective "mlm") or an ElectraPair ("electra").
-    data: {"input_ids", "attention_mask", optional "special_tokens_mask", "word_ids",
+    data: {"input_ids", optional "attention_mask", "special_tokens_mask", "word_ids",
       "mask_prob"} tensors (N, L); "mask_prob" replaces the uniform rate (selective masking).
+      Without "attention_mask" no position is padding (packed rows; ids may then be int32).
     mask_id: the [MASK] id; random replacement tokens come from `replace_ids` or
-      [num_special, vocab_size); without special_tokens_mask, ids < num_special are special.
+      [num_special, vocab_size). Special positions: special_tokens_mask, else the ids in
+      data["special_ids"] (1-D), else ids < num_special.
     hook: called every step with a MaskedStep; its HookOutput reweights/relabels the losses.
     checkpoint_dir: resume from the checkpoint there, write one every checkpoint_every steps.
     identity: what else decides the result (arm, data source...): a checkpoint written with

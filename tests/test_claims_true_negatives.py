@@ -278,3 +278,28 @@ def test_scorecard_of_nothing_names_every_claim():
     assert all(r["verdict"] == stats.NOT_RESOLVED and r["effect"].startswith("not measured") for r in card)
     table = claims.scorecard_table(card)
     assert list(table.columns) == ["Claim", "Effect [95% CI]", "Seeds", "Verdict", "Margin"]
+
+
+def test_benchmark_table_scores_each_task_by_its_glue_metric_and_averages_glue():
+    rows = []
+    for seed, (cola, mrpc, sst2) in enumerate([(0.40, 0.80, 0.90), (0.50, 0.90, 0.80)]):
+        for task, metric, score in [("cola", "matthews", cola), ("mrpc", "f1_positive", mrpc),
+                                    ("sst2", "accuracy", sst2), ("toy", "accuracy", 0.7)]:
+            for ft, jitter in [(0, -0.01), (1, 0.01)]:  # fine-tuning seeds average out
+                rows.append({"arm": "electra/none", "task": task, "score_metric": metric,
+                             "pretrain_seed": seed, "finetune_seed": ft, "test_score": score + jitter})
+    rows.append({"arm": "mlm/none", "task": "cola", "score_metric": "matthews", "pretrain_seed": 0,
+                 "finetune_seed": 0, "test_score": 0.3})  # one GLUE task only: no average
+    table = claims.benchmark_table(pd.DataFrame(rows)).set_index(["arm", "task"])
+    glue = table.loc[("electra/none", "GLUE")]
+    per_seed = [(0.40 + 0.80 + 0.90) / 3, (0.50 + 0.90 + 0.80) / 3]  # "toy" is not a GLUE task
+    assert glue["metric"] == "average" and glue["seeds"] == 2
+    assert glue["score"] == pytest.approx(sum(per_seed) / 2)
+    assert glue["ci_low"] < glue["score"] < glue["ci_high"]
+    assert table.loc[("electra/none", "cola"), "metric"] == "matthews"
+    assert table.loc[("electra/none", "cola"), "score"] == pytest.approx(0.45)
+    assert ("mlm/none", "GLUE") not in table.index and ("mlm/none", "cola") in table.index
+
+
+def test_benchmark_table_of_old_records_is_empty():
+    assert claims.benchmark_table(downstream([0.01, 0.02])).empty

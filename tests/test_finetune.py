@@ -77,3 +77,10 @@ def test_quiet_heartbeat_prints_without_warnings(monkeypatch, capsys):
         finetune(bert_classifier(SIZE, 2, seed=0), train, val,
                  FinetuneConfig(epochs=1, batch_size=32, eval_every=100, seed=0), progress=False)
     assert "step 1/2 | loss" in capsys.readouterr().out
+
+
+def test_two_class_metrics_add_the_positive_class_f1_for_glue():
+    probs = np.array([[0.9, 0.1], [0.2, 0.8], [0.3, 0.7], [0.6, 0.4]])
+    m = metrics_from_probs(probs, np.array([0, 1, 0, 1]))  # predicted 0 1 1 0
+    assert m["f1_positive"] == pytest.approx(0.5)  # precision 1/2, recall 1/2
+    assert "f1_positive" not in metrics_from_probs(np.eye(3), np.array([0, 1, 2]))

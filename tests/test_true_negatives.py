@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import importlib.util
 import re
 
 import nbformat
@@ -446,3 +447,89 @@ def test_mlm_arms_build_at_electra_small_geometry():
     assert mlm.bert.embeddings.word_embeddings.weight.shape == (50, 32)
     pair = tn.build_model("electra", size, 0.25, seed=0)
     assert pair.discriminator.electra.embeddings.word_embeddings.weight.shape == (50, 16)
+
+
+# ------------------------------------------------------------------ packing (paper-scale corpora)
+
+
+@pytest.fixture(scope="module")
+def wordpiece():
+    from mlmlib.tokenize import load_tokenizer
+
+    return load_tokenizer("embedded-wordpiece-8k")
+
+
+PACK_TEXTS = ["the cat sat on the mat", "a dog ran", "coffee was great and the tea was bad",
+              "she did not want to leave", "it rained all day long in the town"]
+
+
+def _expected_rows(tokenizer, texts, max_length):
+    ids = [i for t in texts for i in tokenizer(t, add_special_tokens=False)["input_ids"]]
+    width = max_length - 2
+    return [[tokenizer.cls_token_id, *ids[k:k + width], tokenizer.sep_token_id]
+            for k in range(0, len(ids) - width + 1, width)]
+
+
+@pytest.mark.parametrize("batch", [1, 2, 1000])
+def test_packing_streams_cls_chunk_sep_rows_whatever_the_batch(tmp_path, monkeypatch, wordpiece, batch):
+    monkeypatch.setattr(tn, "PACK_BATCH", batch)  # rows cross batch borders when batches are small
+    rows = tn.pack_texts(wordpiece, PACK_TEXTS, 6, tmp_path / "p.int32")
+    data = tn.load_packed(tmp_path / "p.int32", wordpiece, 6)
+    assert data["input_ids"].dtype == torch.int32 and rows == len(data["input_ids"])
+    assert data["input_ids"].tolist() == _expected_rows(wordpiece, PACK_TEXTS, 6)  # tail dropped
+
+
+def test_packing_reads_a_dataset_column(tmp_path, wordpiece):
+    from datasets import Dataset
+
+    tn.pack_texts(wordpiece, Dataset.from_dict({"text": PACK_TEXTS}), 8, tmp_path / "p.int32")
+    assert tn.load_packed(tmp_path / "p.int32", wordpiece, 8)["input_ids"].tolist() == \
+        _expected_rows(wordpiece, PACK_TEXTS, 8)
+
+
+def test_packing_too_little_text_for_one_row_says_so(tmp_path, wordpiece):
+    with pytest.raises(ValueError, match="not one row of max_length=64"):
+        tn.pack_texts(wordpiece, ["a dog ran"], 64, tmp_path / "p.int32")
+
+
+def test_packed_rows_train_without_masking_cls_or_sep(tmp_path, wordpiece):
+    """int32 ids, no attention mask: pretrain widens each batch and never masks [CLS]/[SEP]."""
+    from mlmlib.models import bert_mlm
+    from mlmlib.pretrain import pretrain
+
+    tn.pack_texts(wordpiece, PACK_TEXTS * 20, 10, tmp_path / "p.int32")
+    data = tn.load_packed(tmp_path / "p.int32", wordpiece, 10)
+    seen = []
+
+    def hook(step):
+        assert step.input_ids.dtype == torch.long
+        seen.append(step.masked[:, [0, -1]].any().item())
+
+    model = bert_mlm(ModelSize(vocab_size=len(wordpiece), hidden=16, layers=1, heads=2, max_len=10), seed=0)
+    config = PretrainConfig(steps=3, batch_size=8, mask_rate=0.5, log_every=3)
+    history = pretrain(model, data, config, mask_id=wordpiece.mask_token_id,
+                       num_special=len(wordpiece.all_special_ids), hook=hook, progress=False)
+    assert len(seen) == 3 and not any(seen) and history[-1]["step"] == 3
+
+
+def test_an_arm_trains_on_packed_text_with_bert_base_uncaseds_vocabulary(tmp_path, wordnet):
+    """The paper plan's B1 path: bert-base-uncased's 30,522 pieces (the shipped MiniLM's
+    tokenizer has them, offline), a WordNet table over that vocabulary, packed rows."""
+    from mlmlib import minilm
+    from mlmlib.tokenize import load_tokenizer
+
+    if importlib.util.find_spec(minilm.MODULE) is None:
+        pytest.skip(f"extra 'base' ({minilm.PACKAGE}) not installed")
+    tok = load_tokenizer("minilm-l6")
+    vocab = tn.vocab_tokens(tok)
+    assert len(vocab) == 30522
+    tables = tn.build_tables(vocab, tok.all_special_tokens, tn.TableConfig(source="wordnet"))
+    assert len(tables.correction) > 1000  # whole-word WordNet pairs among BERT's pieces
+    tn.pack_texts(tok, PACK_TEXTS * 40, 16, tmp_path / "p.int32")
+    data = tn.load_packed(tmp_path / "p.int32", tok, 16)
+    size = ModelSize(vocab_size=len(tok), hidden=16, layers=1, heads=2, max_len=16)
+    config = PretrainConfig(steps=2, batch_size=8, log_every=1, seed=0)
+    result = tn.pretrain_arm(tn.parse_arm("electra/shield"), tables, vocab, data, size, config,
+                             mask_id=tok.mask_token_id, num_special=len(tok.all_special_ids),
+                             generator_fraction=0.5, model=None)
+    assert [r["step"] for r in result.history] == [1, 2]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from mlmlib import stats
+from mlmlib.data.tasks import GLUE_TASKS
 from mlmlib.stats import (  # noqa: F401 - shared by the three papers, used by the notebooks
     SCORECARD_COLUMNS,
     SCORECARD_KEYS,
@@ -86,6 +87,31 @@ def floor_table(downstream: pd.DataFrame, priors: dict[str, float]) -> pd.DataFr
             rows.append({"task": task, "arm": arm, "test_accuracy": ci.mean, "ci_low": ci.low,
                          "ci_high": ci.high, "seeds": ci.n, "class_prior": prior,
                          "learned": stats.learned(ci.mean, prior)})
+    return pd.DataFrame(rows)
+
+
+def benchmark_table(downstream: pd.DataFrame) -> pd.DataFrame:
+    """Per arm (scratch too): each task's own score (GLUE's metric: Matthews for CoLA, positive-
+    class F1 for MRPC and QQP, else accuracy) and, where an arm ran two or more GLUE tasks, their
+    average ("GLUE"), each over pretraining seeds (fine-tuning seeds averaged first)."""
+    if not len(downstream) or "test_score" not in downstream:
+        return pd.DataFrame()
+    scores = downstream.dropna(subset=["test_score"])
+    seeds = scores.groupby(["arm", "task", "score_metric", "pretrain_seed"])["test_score"].mean().reset_index()
+    glue = seeds[seeds["task"].isin(GLUE_TASKS)]
+    n_glue = glue.groupby("arm")["task"].nunique()
+    complete = glue[glue["arm"].map(n_glue) >= 2]
+    # a seed's average counts only when it has every GLUE task its arm ran
+    counts = complete.groupby(["arm", "pretrain_seed"])["task"].transform("nunique")
+    complete = complete[counts == complete["arm"].map(n_glue)]
+    average = (complete.groupby(["arm", "pretrain_seed"])["test_score"].mean().reset_index()
+               .assign(task="GLUE", score_metric="average"))
+    rows = []
+    for (arm, task, metric), part in pd.concat([seeds, average]).groupby(
+            ["arm", "task", "score_metric"], sort=False):
+        ci = stats.mean_ci(part["test_score"])
+        rows.append({"arm": arm, "task": task, "metric": metric, "score": ci.mean, "ci_low": ci.low,
+                     "ci_high": ci.high, "seeds": ci.n})
     return pd.DataFrame(rows)
 
 

@@ -33,6 +33,7 @@ import torch
 
 from mlmlib.data.content_words import POS_WORDS, content_words, fragment, synonym_replacement
 from mlmlib.data.synonyms import SynonymTable, load_synonyms
+from mlmlib.data.tasks import score_metric
 from mlmlib.data.vectors import ALIASES, EMBEDDED_VECTORS, GENSIM_VECTORS
 from mlmlib.finetune import FinetuneConfig, evaluate, finetune
 from mlmlib.models import (
@@ -72,7 +73,11 @@ class CorpusConfig:
 
 
 def pretraining_data(config: CorpusConfig) -> tuple[dict, Any]:
-    """(tensors for `pretrain`, tokenizer); the encoded corpus is cached under its config."""
+    """(tensors for `pretrain`, tokenizer); the encoded corpus is cached under its config.
+
+    Packed corpora are kept as one int32 file, memory-mapped: rows are read when a batch
+    needs them, so a corpus larger than memory trains as well as a small one.
+    """
     from mlmlib import cache
     from mlmlib.tokenize import load_tokenizer
 
@@ -86,29 +91,58 @@ def pretraining_data(config: CorpusConfig) -> tuple[dict, Any]:
         order = np.random.default_rng(config.seed).permutation(len(texts))
         if config.max_texts is not None:
             order = order[: config.max_texts]
-        texts = texts.select(np.sort(order).tolist())["text"]
-        data = _packed(tokenizer, texts, config.max_length) if config.pack else \
-            encode_corpus(tokenizer, texts, config.max_length)
-        torch.save(data, folder / "data.pt")
+        texts = texts.select(np.sort(order).tolist())
+        if config.pack:
+            pack_texts(tokenizer, texts, config.max_length, folder / PACKED_FILE)
+        else:
+            torch.save(encode_corpus(tokenizer, texts["text"], config.max_length), folder / "data.pt")
 
     folder = cache.cached("true-negatives-corpus", dataclasses.asdict(config), build,
-                          code_of=__name__, expect=("data.pt",))
+                          code_of=__name__, expect=(PACKED_FILE if config.pack else "data.pt",))
+    if config.pack:
+        return load_packed(folder / PACKED_FILE, tokenizer, config.max_length), tokenizer
     return torch.load(folder / "data.pt", weights_only=True), tokenizer
 
 
-def _packed(tokenizer, texts: Sequence[str], max_length: int) -> dict:
-    """Concatenate the texts' tokens and cut them into [CLS] chunk [SEP] rows of max_length."""
-    ids = [i for enc in tokenizer(list(texts), add_special_tokens=False)["input_ids"] for i in enc]
+PACKED_FILE = "packed.int32"
+PACK_BATCH = 1000  # texts tokenized at once while packing: memory is bounded by this, not the corpus
+
+
+def pack_texts(tokenizer, texts, max_length: int, path: Path) -> int:
+    """Concatenate the texts' tokens and write [CLS] chunk [SEP] rows of max_length to `path`.
+
+    Streams: PACK_BATCH texts are tokenized at a time and their full rows appended to the file
+    as int32, so packing billions of tokens (OpenWebText) needs the memory of one batch. The
+    tail shorter than a row is dropped. `texts`: a list of strings or a Dataset with a "text"
+    column. Returns the number of rows.
+    """
     width = max_length - 2
-    n = len(ids) // width
-    body = torch.tensor(ids[: n * width], dtype=torch.long).view(n, width)
-    cls = torch.full((n, 1), tokenizer.cls_token_id)
-    sep = torch.full((n, 1), tokenizer.sep_token_id)
-    input_ids = torch.cat([cls, body, sep], dim=1)
-    special = torch.zeros_like(input_ids)
-    special[:, 0] = special[:, -1] = 1
-    return {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids),
-            "special_tokens_mask": special}
+    if width < 1:
+        raise ValueError(f"max_length must be at least 3 to pack ([CLS] token [SEP]), got {max_length}")
+    carry, rows = np.zeros(0, dtype=np.int32), 0
+    with open(path, "wb") as out:
+        for start in range(0, len(texts), PACK_BATCH):
+            batch = texts[start:start + PACK_BATCH]
+            batch = batch["text"] if isinstance(batch, dict) else list(batch)
+            pieces = tokenizer(batch, add_special_tokens=False)["input_ids"]
+            flat = np.concatenate([carry, *(np.asarray(p, dtype=np.int32) for p in pieces)])
+            n = len(flat) // width
+            block = np.empty((n, max_length), dtype=np.int32)
+            block[:, 0], block[:, -1] = tokenizer.cls_token_id, tokenizer.sep_token_id
+            block[:, 1:-1] = flat[: n * width].reshape(n, width)
+            out.write(block.tobytes())
+            carry, rows = flat[n * width:], rows + n
+    if rows == 0:
+        raise ValueError(f"the corpus has fewer than {width} tokens: not one row of max_length={max_length}")
+    return rows
+
+
+def load_packed(path: Path, tokenizer, max_length: int) -> dict:
+    """The packed rows as `pretrain` data: memory-mapped int32 ids (copy-on-write, never
+    written) and the special ids; no attention mask, since packed rows have no padding."""
+    ids = np.memmap(path, dtype=np.int32, mode="c").reshape(-1, max_length)
+    return {"input_ids": torch.from_numpy(ids),
+            "special_ids": torch.tensor(sorted(tokenizer.all_special_ids))}
 
 
 # --------------------------------------------------------------------------- lookup tables
@@ -613,11 +647,13 @@ def finetune_and_test(model: torch.nn.Module | None, size: ModelSize, task: Task
                               pooling=pooling)
     with contextlib.redirect_stdout(io.StringIO()):  # quiet: one line per validation otherwise
         result = finetune(clf, task.train, task.validation, config, progress=False)
-    clean = evaluate(clf, task.test)["accuracy"]
+    clean = evaluate(clf, task.test)
     synonyms = evaluate(clf, task.test_synonyms)["accuracy"]
+    metric = score_metric(task.name)  # the task's own score as the paper reports it (GLUE's)
     return {"task": task.name, "finetune_seed": config.seed, "val_accuracy": result.best_metric,
-            "test_accuracy": clean, "synonym_accuracy": synonyms, "robustness_drop": clean - synonyms,
-            "finetune_s": result.wall_s}
+            "test_accuracy": clean["accuracy"], "synonym_accuracy": synonyms,
+            "robustness_drop": clean["accuracy"] - synonyms, "test_score": clean[metric],
+            "score_metric": metric, "finetune_s": result.wall_s}
 
 
 # --------------------------------------------------------------------------- one seed, every arm
