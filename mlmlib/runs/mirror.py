@@ -12,6 +12,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlmlib.atomic import temp_name
 from mlmlib.data import hub
 from mlmlib.runs.plans import Plan, notebook_parameters, notebooks_dir
 
@@ -133,11 +134,11 @@ def mirror(plan: Plan, root: Path, list_only: bool = False) -> int:
 def fetch(resource: Resource, root: Path) -> None:
     """Download one resource from the hub (or gensim's server) and save it in the mirror at root.
 
-    It is written under a '.partial' name first and renamed when whole, so an interrupted fill
-    never leaves a copy that looks complete.
+    It is written under a temporary name (with host and pid, as every temporary of the project)
+    and renamed when whole, so an interrupted fill never leaves a copy that looks complete.
     """
     target = resource.target(root)
-    partial = target.with_name(target.name + ".partial")
+    partial = temp_name(target, "partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.parent.mkdir(parents=True, exist_ok=True)
     alternative = "nothing (the mirror command needs the network)"
