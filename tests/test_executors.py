@@ -164,8 +164,9 @@ def test_a_requeued_job_resumes_and_leaves_one_record(project):
     """A run stopped by its time limit is requeued by submitit and resumes from its checkpoint."""
     (project / "notebooks" / "plans" / "r.yaml").write_text(
         "notebooks:\n  - notebook: work\n    grid: {x: [1]}\n    params: {sleep: 0.5, steps: 18}\n")
-    # 9 s of steps, a 10 s limit: a job also starts Python, papermill and a kernel (3-5 s here)
-    options = Options(executor="local", time_min=10 / 60, signal_delay_s=1, max_requeue=4, poll_s=0.2)
+    # 9 s of steps, told to stop after 9 s of an 11 s limit: a job also starts Python, papermill
+    # and a kernel (3-5 s here); the 2 s left are for its exit (submitit kills it after those)
+    options = Options(executor="local", time_min=11 / 60, signal_delay_s=2, max_requeue=4, poll_s=0.2)
     report = run_with_executor(load_plan("r"), options, log=print)
     assert report.ok, report
     attempts = _trace(project)

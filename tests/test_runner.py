@@ -374,3 +374,21 @@ def test_socket_folders_of_runners_are_removed_at_exit_or_by_the_next_runner(tmp
                          env={**os.environ, "TMPDIR": str(tmp_path)}).stdout.strip()
     assert Path(out).parent == tmp_path and Path(out).name.startswith(f".mlmlib-ipc.{host}.")
     assert not dead.exists() and not Path(out).exists()
+
+
+def test_the_record_names_the_gpu_the_run_sees_without_importing_torch(tmp_path, monkeypatch):
+    """device_info asks nvidia-smi for the first visible GPU; torch is never imported for it."""
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text('#!/bin/sh\necho "$@" >> "$(dirname "$0")/asked"\n'
+                   'case "$*" in *"-i 1"*) echo "GPU One";; *"-i"*) echo "GPU Zero";; *) printf "GPU Zero\\nGPU One\\n";; esac\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert runner.gpu_name(None) == "GPU Zero"
+    assert runner.gpu_name("1,0") == "GPU One"
+    assert runner.gpu_name("") == "none" and runner.gpu_name("-1") == "none"
+    assert (tmp_path / "asked").read_text().count("--query-gpu=name") == 2  # hidden GPUs: not asked
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert runner.gpu_name(None) == "none"  # no nvidia-smi: no GPU
+    code = "import sys; from mlmlib.runs import runner; runner.device_info(); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

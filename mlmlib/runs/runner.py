@@ -496,8 +496,23 @@ def device_info() -> dict[str, str | int]:
                                  ("job_id", "MLMLIB_JOB_ID")):
         if os.environ.get(variable):
             info[field_name] = os.environ[variable]
-    import torch
-
-    if torch.cuda.is_available():
-        info["gpu"] = torch.cuda.get_device_name(0)
+    info["gpu"] = gpu_name(os.environ.get("CUDA_VISIBLE_DEVICES"))
     return info
+
+
+def gpu_name(visible: str | None) -> str:
+    """The name of the first GPU a run sees, asked of nvidia-smi, or 'none'.
+
+    Not asked of torch: importing torch takes seconds in the process that writes the record, and
+    a job told to stop for a requeue while torch is half-imported did not exit in time (#15).
+    """
+    first = (visible or "").split(",")[0].strip()
+    if visible is not None and first in ("", "-1", "NoDevFiles"):
+        return "none"  # CUDA_VISIBLE_DEVICES hides every GPU
+    command = ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"] + (["-i", first] if first else [])
+    try:
+        asked = subprocess.run(command, capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "none"
+    names = [line.strip() for line in asked.stdout.splitlines() if line.strip()]
+    return names[0] if asked.returncode == 0 and names else "none"
