@@ -159,29 +159,29 @@ def _loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.float(), labels.long())
 
 
-def finetune(
-    model: nn.Module,
-    train: dict,
-    validation: dict,
-    config: FinetuneConfig,
-    *,
-    progress: bool | None = None,
-    on_step: Callable[[int, nn.Module, float], None] | None = None,
-) -> FinetuneResult:
-    """Fine-tune a classifier in place; the best-on-validation weights are restored at the end.
+@dataclass
+class LoopResult:
+    """What `train_loop` did: the model passed in holds the best weights afterwards."""
 
-    on_step(step, model, lr), if given, is called after each optimizer step with the learning rate
-    that step used: a hook to take snapshots along the one schedule of the run.
+    best: float
+    best_step: int
+    steps: int
+    history: list[dict]  # one row per validation: step, epoch, train_loss, val_<score>, wall_s
+    wall_s: float
+
+
+def train_loop(model: nn.Module, n: int, config: FinetuneConfig,
+               step_loss: Callable[[torch.Tensor, torch.device], torch.Tensor],
+               validate: Callable[[], dict], metric: str, *, progress: bool | None = None,
+               on_step: Callable[[int, nn.Module, float], None] | None = None) -> LoopResult:
+    """The loop every fine-tuning head shares: seeded batch order, AdamW with linear warm-up and
+    decay, a validation every `eval_every` steps (else once per epoch), early stopping on
+    `metric` (a key of validate()'s scores, higher is better), the best weights restored.
+
+    step_loss(idx, device) gives the loss of the training rows idx (a classifier's cross-entropy,
+    a span reader's start/end loss); on_step(step, model, lr), if given, is called after each
+    optimizer step with the learning rate that step used.
     """
-    if not isinstance(config, FinetuneConfig):
-        raise TypeError("config must be a FinetuneConfig")
-    n = check_task_data(train, "train")
-    check_task_data(validation, "validation")
-    regression = model.config.num_labels == 1
-    if regression != (config.metric in ("pearson", "spearman")):
-        raise ValueError(
-            f"metric {config.metric!r} does not fit a model with num_labels={model.config.num_labels}"
-        )
     if progress is None:
         progress = sys.stdout.isatty()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -210,8 +210,7 @@ def finetune(
         idx = order[pos:pos + config.batch_size]
         pos += config.batch_size
         with _autocast(device, config.bf16):
-            logits = model(**_slice(train, idx, device)).logits
-        loss = _loss(logits, train["labels"][idx].to(device))
+            loss = step_loss(idx, device).float()
         if not torch.isfinite(loss):
             raise FloatingPointError(f"non-finite fine-tuning loss at step {step + 1}")
         loss.backward()
@@ -231,7 +230,7 @@ def finetune(
             print(f"step {step}/{total} | loss {float(loss.detach()):.4f}", flush=True)  # batch heartbeat
             last_print = time.perf_counter()
         if step % eval_every == 0 or step == total:
-            scores = evaluate(model, validation, config.eval_batch_size)
+            scores = validate()
             model.train()
             row = {"step": step, "epoch": step / per_epoch, "train_loss": running / eval_every,
                    **{f"val_{k}": v for k, v in scores.items()},
@@ -239,13 +238,13 @@ def finetune(
             history.append(row)
             running = 0.0
             if bar is not None:
-                bar.set_postfix({config.metric: round(scores[config.metric], 4)})
+                bar.set_postfix({metric: round(scores[metric], 4)})
             elif not progress:
                 print(f"step {step}/{total} | loss {row['train_loss']:.4f} | "
-                      f"val {config.metric} {scores[config.metric]:.4f}", flush=True)
+                      f"val {metric} {scores[metric]:.4f}", flush=True)
                 last_print = time.perf_counter()
-            if scores[config.metric] > best:
-                best, best_step, bad_evals = scores[config.metric], step, 0
+            if scores[metric] > best:
+                best, best_step, bad_evals = scores[metric], step, 0
                 best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
             else:
                 bad_evals += 1
@@ -256,9 +255,42 @@ def finetune(
     if best_state is not None:
         model.load_state_dict(best_state)
     model.eval()
+    return LoopResult(best, best_step, step, history, time.perf_counter() - t0)
+
+
+def finetune(
+    model: nn.Module,
+    train: dict,
+    validation: dict,
+    config: FinetuneConfig,
+    *,
+    progress: bool | None = None,
+    on_step: Callable[[int, nn.Module, float], None] | None = None,
+) -> FinetuneResult:
+    """Fine-tune a classifier in place; the best-on-validation weights are restored at the end.
+
+    on_step(step, model, lr), if given, is called after each optimizer step with the learning rate
+    that step used: a hook to take snapshots along the one schedule of the run.
+    """
+    if not isinstance(config, FinetuneConfig):
+        raise TypeError("config must be a FinetuneConfig")
+    n = check_task_data(train, "train")
+    check_task_data(validation, "validation")
+    regression = model.config.num_labels == 1
+    if regression != (config.metric in ("pearson", "spearman")):
+        raise ValueError(
+            f"metric {config.metric!r} does not fit a model with num_labels={model.config.num_labels}"
+        )
+
+    def step_loss(idx: torch.Tensor, device: torch.device) -> torch.Tensor:
+        logits = model(**_slice(train, idx, device)).logits
+        return _loss(logits, train["labels"][idx].to(device))
+
+    loop = train_loop(model, n, config, step_loss, lambda: evaluate(model, validation, config.eval_batch_size),
+                      config.metric, progress=progress, on_step=on_step)
     probs = predict(model, validation, config.eval_batch_size, config.bf16)
     return FinetuneResult(
-        best_metric=best, best_step=best_step, steps=step,
+        best_metric=loop.best, best_step=loop.best_step, steps=loop.steps,
         validation=metrics_from_probs(probs, validation["labels"]), validation_probs=probs,
-        history=history, wall_s=time.perf_counter() - t0,
+        history=loop.history, wall_s=loop.wall_s,
     )

@@ -12,10 +12,12 @@ from torch import nn
 from transformers import (
     BertConfig,
     BertForMaskedLM,
+    BertForQuestionAnswering,
     BertForSequenceClassification,
     ElectraConfig,
     ElectraForMaskedLM,
     ElectraForPreTraining,
+    ElectraForQuestionAnswering,
     ElectraForSequenceClassification,
     PreTrainedModel,
 )
@@ -233,15 +235,48 @@ def electra_classifier(
     model = _new_classifier(ElectraForSequenceClassification, electra_config, size_or_name,
                             num_labels, seed, pooling)
     if from_encoder is not None:
-        if isinstance(from_encoder, (str, Path)):
-            state = load_state(from_encoder)
-            # a saved ElectraPair keeps the discriminator under "discriminator."
-            if any(k.startswith("discriminator.") for k in state):
-                state = {k[len("discriminator."):]: v for k, v in state.items()
-                         if k.startswith("discriminator.")}
-            from_encoder = state
-        _load_encoder(model, from_encoder, "electra")
+        _load_encoder(model, _discriminator_state(from_encoder), "electra")
     return _pooled(model, "electra", pooling, seed)
+
+
+def _discriminator_state(from_encoder):
+    """A `save_model` folder's weights with a saved ElectraPair's discriminator unwrapped (it keeps
+    them under "discriminator."); a model or state dict is passed on as it is."""
+    if not isinstance(from_encoder, (str, Path)):
+        return from_encoder
+    state = load_state(from_encoder)
+    if any(k.startswith("discriminator.") for k in state):
+        state = {k[len("discriminator."):]: v for k, v in state.items() if k.startswith("discriminator.")}
+    return state
+
+
+def question_answerer(
+    size_or_name: ModelSize | str,
+    from_encoder: nn.Module | dict | str | Path | None = None,
+    *,
+    kind: str = "electra",
+    seed: int | None = None,
+) -> BertForQuestionAnswering | ElectraForQuestionAnswering:
+    """An extractive question-answering model (a start and an end logit per token), its encoder
+    optionally pretrained, as the classifiers above: only the span head stays random.
+
+    kind "electra": ElectraForQuestionAnswering, `from_encoder` an ElectraPair (its discriminator),
+    an ElectraForPreTraining, `electra.*` weights or a `save_model` folder; kind "bert":
+    BertForQuestionAnswering on `bert.*` weights (a BertForMaskedLM). A hub name loads that model.
+    """
+    _check_size(size_or_name)
+    kinds = {"electra": (ElectraForQuestionAnswering, electra_config), "bert": (BertForQuestionAnswering, bert_config)}
+    if kind not in kinds:
+        raise ValueError(f"kind must be one of {tuple(kinds)}, got {kind!r}")
+    cls, make_config = kinds[kind]
+    if isinstance(size_or_name, str):
+        model = from_hub(cls, size_or_name)
+    else:
+        with _seeded(seed):
+            model = cls(make_config(size_or_name, num_labels=2))  # the two logits: start and end
+    if from_encoder is not None:
+        _load_encoder(model, _discriminator_state(from_encoder) if kind == "electra" else from_encoder, kind)
+    return model
 
 
 class ElectraPair(nn.Module):
@@ -347,9 +382,11 @@ _CLASSES = {
     cls.__name__: cls
     for cls in (
         BertForMaskedLM,
+        BertForQuestionAnswering,
         BertForSequenceClassification,
         ElectraForMaskedLM,
         ElectraForPreTraining,
+        ElectraForQuestionAnswering,
         ElectraForSequenceClassification,
     )
 }

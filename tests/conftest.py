@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
@@ -18,3 +19,30 @@ def project_kernel():
     except NoSuchKernel:
         subprocess.run([sys.executable, "-m", "ipykernel", "install", "--sys-prefix",
                         "--name", "mlmlib"], check=True, capture_output=True)
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any connection attempt is recorded and refused; a test asserts the record stays empty."""
+    from mlmlib.data import hub
+
+    attempts = []
+
+    def refuse(*args, **kwargs):
+        attempts.append(args)
+        raise OSError("the network is off in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(hub, "_reachable", {})  # no probe result from an earlier test stands in
+    return attempts
+
+
+@pytest.fixture
+def mirrored(root, monkeypatch, no_network):
+    """Hub loaders read the mirror at the test module's `root` fixture, with the network off."""
+    from mlmlib.data import hub
+
+    monkeypatch.setenv(hub.MIRROR_ENV, str(root))
+    return no_network

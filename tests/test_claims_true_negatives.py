@@ -244,7 +244,9 @@ def test_scorecard_one_row_per_claim_arm_and_task():
         overhead_row("electra/shield", 0.5, 0.6, model="tiny", step_ms=5.0)]))  # not the largest model
     card = {r["claim"]: r for r in check_card(claims.scorecard(rows, timed, delta=0.01))}
     assert list(card) == ["Better downstream score: electra/shield, toy", "More robust to synonyms: electra/shield, toy",
-                          f"{claims.HC_CLAIM}: electra/shield", f"{claims.SR_CLAIM}: electra/sr-word"]
+                          claims.SOURCE_CLAIM, f"{claims.HC_CLAIM}: electra/shield",
+                          f"{claims.SR_CLAIM}: electra/sr-word"]
+    assert card[claims.SOURCE_CLAIM]["effect"].startswith("not measured: no arm on another lookup table")
     acc = card["Better downstream score: electra/shield, toy"]
     assert acc["verdict"] == stats.REPRODUCED and acc["seeds"] == 3 and acc["delta"] == 0.01
     assert acc["effect"].startswith("test accuracy, method - baseline = 0.060 [")
@@ -274,10 +276,37 @@ def test_scorecard_says_why_a_row_is_not_judged():
 def test_scorecard_of_nothing_names_every_claim():
     card = check_card(claims.scorecard(pd.DataFrame(), pd.DataFrame()))
     assert [r["claim"] for r in card] == ["Better downstream score", "More robust to synonyms",
-                                          claims.HC_CLAIM, claims.SR_CLAIM]
+                                          claims.SOURCE_CLAIM, claims.HC_CLAIM, claims.SR_CLAIM]
     assert all(r["verdict"] == stats.NOT_RESOLVED and r["effect"].startswith("not measured") for r in card)
     table = claims.scorecard_table(card)
     assert list(table.columns) == ["Claim", "Effect [95% CI]", "Seeds", "Verdict", "Margin"]
+
+
+def test_an_arm_on_word2vec_neighbours_is_compared_with_the_same_correction_on_wordnet():
+    w2v = "electra/shield@word2vec-google-news-300"
+    wordnet = downstream([0.05, 0.06, 0.07], arm="electra/shield")
+    other = downstream([0.01, 0.01, 0.02], arm=w2v)
+    both = pd.concat([wordnet, other[other["arm"] == w2v]])  # one baseline and scratch
+    table = claims.downstream_claims(both, PRIORS, delta=0.01)
+    (row,) = table[table["claim"] == claims.SOURCE_CLAIM].to_dict("records")
+    assert row["arm"] == w2v and row["effect"] == f"test_accuracy: electra/shield - {w2v}"
+    assert row["difference"] == pytest.approx(0.0467, abs=1e-3) and row["verdict"] == stats.REPRODUCED
+    # each arm is still judged against the uncorrected baseline, as any corrected arm
+    assert set(table.loc[table["claim"] == ACC, "arm"]) == {"electra/shield", w2v}
+    (card,) = [r for r in check_card(claims.scorecard(table, pd.DataFrame()))
+               if r["claim"].startswith(claims.SOURCE_CLAIM)]
+    assert card["claim"] == f"{claims.SOURCE_CLAIM}: {w2v}, toy"
+    assert card["effect"].startswith(f"test accuracy, electra/shield - {w2v} = 0.047 [")
+    assert card["effect"].endswith("(direction reconstructed)")
+    reversed_ = claims.downstream_claims(pd.concat([downstream([0.01, 0.01, 0.02], arm="electra/shield"),
+                                                    downstream([0.05, 0.06, 0.07], arm=w2v).query("arm == @w2v")]),
+                                         PRIORS, delta=0.01)
+    assert verdict(reversed_, claims.SOURCE_CLAIM) == stats.CONTRADICTED
+    assert verdict(claims.downstream_claims(pd.concat([wordnet, wordnet.query("arm == 'electra/shield'")
+                                                       .assign(arm=w2v)]), PRIORS, delta=0.01),
+                   claims.SOURCE_CLAIM) == stats.EQUIVALENT
+    assert claims.summary(table, pd.DataFrame()).set_index("claim").loc[claims.SOURCE_CLAIM, "verdict"] \
+        == stats.REPRODUCED
 
 
 def test_benchmark_table_scores_each_task_by_its_glue_metric_and_averages_glue():
@@ -299,6 +328,19 @@ def test_benchmark_table_scores_each_task_by_its_glue_metric_and_averages_glue()
     assert table.loc[("electra/none", "cola"), "metric"] == "matthews"
     assert table.loc[("electra/none", "cola"), "score"] == pytest.approx(0.45)
     assert ("mlm/none", "GLUE") not in table.index and ("mlm/none", "cola") in table.index
+
+
+def test_benchmark_table_shows_squads_f1_and_exact_match_outside_the_glue_average():
+    rows = [{"arm": "electra/none", "task": task, "score_metric": metric, "pretrain_seed": seed,
+             "finetune_seed": 0, "test_score": score + 0.1 * seed, "exact_match": em}
+            for seed in (0, 1)
+            for task, metric, score, em in [("sst2", "accuracy", 0.8, None), ("cola", "matthews", 0.4, None),
+                                            ("squad", "squad_f1", 0.6, 0.5)]]
+    table = claims.benchmark_table(pd.DataFrame(rows)).set_index(["arm", "task", "metric"])
+    assert table.loc[("electra/none", "GLUE", "average"), "score"] == pytest.approx((0.8 + 0.4) / 2 + 0.05)  # seeds 0, 1
+    assert table.loc[("electra/none", "squad", "squad_f1"), "score"] == pytest.approx(0.65)
+    assert table.loc[("electra/none", "squad", "squad_em"), "score"] == pytest.approx(0.5)
+    assert ("electra/none", "sst2", "squad_em") not in table.index  # GLUE rows have no exact match
 
 
 def test_benchmark_table_of_old_records_is_empty():

@@ -388,11 +388,10 @@ def test_run_arms_checks_its_input_before_training(change, message):
     ({"tasks": ["amazon-food", "imdbb"]}, r"parameter tasks: unknown \['imdbb'\]"),
     ({"finetune_seeds": []}, "parameter finetune_seeds"),
     ({"pooling": "max"}, "parameter pooling"),
-    ({"squad": True}, "parameter squad"),
     ({"substitution_pos": "all"}, "parameter substitution_pos"),
 ])
 def test_b1_parameters_are_checked_at_once(change, message):
-    kwargs = {"arms": ["electra/none", "electra/shield"], "tasks": ["amazon-food", "sst2"],
+    kwargs = {"arms": ["electra/none", "electra/shield"], "tasks": ["amazon-food", "sst2", "squad"],
               "finetune_seeds": [0, 1]}
     tn.check_parameters(**kwargs)  # valid: no error
     with pytest.raises(ValueError, match=message):
@@ -447,6 +446,14 @@ def test_mlm_arms_build_at_electra_small_geometry():
     assert mlm.bert.embeddings.word_embeddings.weight.shape == (50, 32)
     pair = tn.build_model("electra", size, 0.25, seed=0)
     assert pair.discriminator.electra.embeddings.word_embeddings.weight.shape == (50, 16)
+
+
+def test_mlm_arms_fine_tune_at_electra_small_geometry():
+    """The classifier of an MLM arm is built as its BERT was: without factorised embeddings."""
+    size = dataclasses.replace(SIZE, embedding_size=8)
+    mlm = tn.build_model("mlm", size, 0.25, seed=0)
+    row = tn.finetune_and_test(mlm, size, toy_task(), FinetuneConfig(epochs=1, batch_size=8, seed=0))
+    assert 0.0 <= row["test_accuracy"] <= 1.0
 
 
 # ------------------------------------------------------------------ packing (paper-scale corpora)

@@ -65,6 +65,7 @@ def needed(plan: Plan) -> list[Resource]:
     from mlmlib.data.tasks import HUB_TASKS
     from mlmlib.data.vectors import ALIASES, GENSIM_VECTORS
     from mlmlib.papers.distributional.perturb import PARSED_TESTS, BackTranslator
+    from mlmlib.qa import QA_TASKS, SQUAD_CONFIG, SQUAD_PATH
 
     found: dict[tuple, Resource] = {}
     models: dict[str, dict[str, str]] = {}  # name -> {part: class}, merged over runs
@@ -81,6 +82,8 @@ def needed(plan: Plan) -> list[Resource]:
         for task in [p.get("task"), *p.get("tasks", [])]:
             if task in HUB_TASKS:
                 add(Resource("dataset", HUB_TASKS[task].path, HUB_TASKS[task].config, why=f"task {task}"))
+            if task in QA_TASKS:
+                add(Resource("dataset", SQUAD_PATH, SQUAD_CONFIG, why=f"task {task}"))
         if p.get("corpus") in HUB_CORPORA:
             path, config, _ = HUB_CORPORA[p["corpus"]]
             add(Resource("dataset", path, config, why=f"corpus {p['corpus']}"))

@@ -9,7 +9,7 @@ module runs the experiment around it:
   discriminator's accuracy on original / replaced / false-negative positions.
 - `pretrain_arm`: pretrain one arm ("electra/shield", "mlm/none", ...) with those statistics.
 - `synonym_test_set`, `prepare_task`, `finetune_and_test`: downstream accuracy and robustness
-  to held-out synonym substitutions.
+  to held-out synonym substitutions, for classification tasks and SQuAD (`QATaskData`).
 - `measure_step_overhead`: interleaved timing of the correction methods against plain training.
 - `check_parameters`, `run_arms`: B1's arm x task x fine-tuning loop for one pretraining seed.
 
@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from mlmlib import qa
 from mlmlib.data.content_words import POS_WORDS, content_words, fragment, synonym_replacement
 from mlmlib.data.synonyms import SynonymTable, load_synonyms
 from mlmlib.data.tasks import score_metric
@@ -44,6 +45,7 @@ from mlmlib.models import (
     bert_mlm,
     electra,
     electra_classifier,
+    question_answerer,
 )
 from mlmlib.papers.true_negatives import negatives as neg
 from mlmlib.pretrain import HookOutput, MaskedStep, PretrainConfig, pretrain
@@ -593,12 +595,17 @@ def _subset(split, n: int | None, rng: np.random.Generator):
 def prepare_task(name: str, tokenizer, heldout: SynonymTable, *, max_length: int = 64,
                  max_train: int | None = None, max_eval: int | None = None,
                  substitution_rate: float = 0.5, substitution_pos: str = "unambiguous", seed: int = 0,
-                 **load_kwargs) -> TaskData:
+                 **load_kwargs) -> TaskData | QATaskData:
     """Load a task, subsample it (seeded), encode it and build its held-out-synonym test set.
 
     Tasks without test labels (GLUE) are tested on their validation split, and 10% of their
-    training split (seeded) picks the best fine-tuning step instead.
+    training split (seeded) picks the best fine-tuning step instead. "squad" is prepared by
+    `prepare_qa_task` (the same splits and limits).
     """
+    if name in qa.QA_TASKS:
+        return prepare_qa_task(name, tokenizer, heldout, max_length=max_length, max_train=max_train,
+                               max_eval=max_eval, substitution_rate=substitution_rate,
+                               substitution_pos=substitution_pos, seed=seed, **load_kwargs)
     from mlmlib.data import load_task
     from mlmlib.tokenize import encode_split
 
@@ -632,18 +639,21 @@ def prepare_task(name: str, tokenizer, heldout: SynonymTable, *, max_length: int
         samples)
 
 
-def finetune_and_test(model: torch.nn.Module | None, size: ModelSize, task: TaskData,
+def finetune_and_test(model: torch.nn.Module | None, size: ModelSize, task: TaskData | QATaskData,
                       config: FinetuneConfig, pooling: str = "mean") -> dict:
     """Fine-tune a classifier on the pretrained encoder; clean and synonym-substituted test accuracy.
 
     `model=None` fine-tunes a randomly initialised encoder of `size` (ELECTRA's architecture:
-    BERT's with factorised embeddings): the no-pretraining baseline.
+    BERT's with factorised embeddings): the no-pretraining baseline. A QATaskData (SQuAD) is
+    handed to `finetune_and_test_qa` (no pooling there: the span head reads every token).
     """
+    if isinstance(task, QATaskData):
+        return finetune_and_test_qa(model, size, task, config)
     if model is None or isinstance(model, ElectraPair):  # ELECTRA fine-tunes the discriminator
         clf = electra_classifier(size, task.num_labels, from_encoder=model, seed=config.seed,
                                  pooling=pooling)
-    else:
-        clf = bert_classifier(size, task.num_labels, from_encoder=model, seed=config.seed,
+    else:  # the MLM arms: BERT, with embeddings as wide as its layers, as `build_model` built it
+        clf = bert_classifier(bert_size(size), task.num_labels, from_encoder=model, seed=config.seed,
                               pooling=pooling)
     with contextlib.redirect_stdout(io.StringIO()):  # quiet: one line per validation otherwise
         result = finetune(clf, task.train, task.validation, config, progress=False)
@@ -654,6 +664,90 @@ def finetune_and_test(model: torch.nn.Module | None, size: ModelSize, task: Task
             "test_accuracy": clean["accuracy"], "synonym_accuracy": synonyms,
             "robustness_drop": clean["accuracy"] - synonyms, "test_score": clean[metric],
             "score_metric": metric, "finetune_s": result.wall_s}
+
+
+def bert_size(size: ModelSize) -> ModelSize:
+    """`size` as BERT builds it: no factorised embeddings (see `build_model`)."""
+    return dataclasses.replace(size, embedding_size=None)
+
+
+# --------------------------------------------------------------------------- SQuAD
+
+
+# Reconstructed: a reader that ignores its input answers with a fixed span, which is almost never
+# a question's answer: its exact match is taken as 0, the floor B1 and B3 hold SQuAD's EM against
+# (the classification tasks' floor is their majority class).
+QA_FLOOR = 0.0
+
+
+@dataclass
+class QATaskData:
+    """SQuAD encoded as windows (`mlmlib.qa.Windows`), with its synonym-substituted test set:
+    held-out synonyms are swapped in the questions only, so every gold answer stays a span of
+    its unchanged context."""
+
+    name: str
+    train: qa.Windows
+    validation: qa.Windows
+    test: qa.Windows
+    test_synonyms: qa.Windows
+    info: dict
+    samples: list[dict] = field(default_factory=list)
+
+
+def prepare_qa_task(name: str, tokenizer, heldout: SynonymTable, *, max_length: int = 128,
+                    max_train: int | None = None, max_eval: int | None = None,
+                    substitution_rate: float = 0.5, substitution_pos: str = "unambiguous", seed: int = 0,
+                    **load_kwargs) -> QATaskData:
+    """SQuAD v1.1 as `prepare_task` prepares a GLUE task: the dev set is the test set, 10% of the
+    training questions (seeded) pick the best fine-tuning step, max_train / max_eval questions at
+    most, windows of max_length tokens."""
+    if name not in qa.QA_TASKS:
+        raise ValueError(f"prepare_qa_task: name={name!r} is not a question-answering task; known: {qa.QA_TASKS}")
+    data = qa.load_squad(**load_kwargs)
+    parts = data["train"].train_test_split(test_size=0.1, seed=seed)
+    rng = np.random.default_rng(seed)
+    train = _subset(parts["train"], max_train, rng)
+    validation = _subset(parts["test"], max_eval, rng)
+    test = _subset(data["validation"], max_eval, rng).to_dict()
+    sub = synonym_test_set(test["question"], [0] * len(test["question"]), heldout, rate=substitution_rate,
+                           seed=seed, pos_rule=substitution_pos)
+    windows = {key: qa.encode_split(tokenizer, split, max_length)
+               for key, split in (("train", train), ("validation", validation), ("test", test),
+                                  ("test_synonyms", {**test, "question": sub.text}))}
+    n_sub = np.asarray(sub.n_substituted)
+    info = {"task": name, "train": len(train), "validation": len(validation), "test": len(test["question"]),
+            "majority_accuracy": QA_FLOOR, "substituted_per_example": float(n_sub.mean()),
+            "examples_changed": float((n_sub > 0).mean()),
+            "train_windows": len(windows["train"]), "test_windows": len(windows["test"]),
+            "test_answer_in_window": windows["test"].info["answer_in_window"]}
+    samples = [{"task": name, **row} for row in sub.samples[:SAMPLES_PER_TASK]]
+    return QATaskData(name, windows["train"], windows["validation"], windows["test"],
+                      windows["test_synonyms"], info, samples)
+
+
+def finetune_and_test_qa(model: torch.nn.Module | None, size: ModelSize, task: QATaskData,
+                         config: FinetuneConfig) -> dict:
+    """Fine-tune a span reader on the pretrained encoder (the discriminator for ELECTRA, `None`:
+    from scratch); a row like `finetune_and_test`'s, with SQuAD's scores.
+
+    The accuracies are exact matches (a question answered exactly is a correct one), the drop
+    is clean minus question-substituted exact match, and `test_score` is F1 (SQuAD's headline
+    score, `score_metric` "squad_f1"); `exact_match` repeats the clean exact match under its own name.
+    """
+    if model is None or isinstance(model, ElectraPair):
+        reader = question_answerer(size, from_encoder=model, kind="electra", seed=config.seed)
+    else:
+        reader = question_answerer(bert_size(size), from_encoder=model, kind="bert", seed=config.seed)
+    with contextlib.redirect_stdout(io.StringIO()):
+        result = qa.finetune_qa(reader, task.train, task.validation, config, progress=False)
+    clean = qa.evaluate_qa(reader, task.test, config.eval_batch_size, config.bf16)
+    synonyms = qa.evaluate_qa(reader, task.test_synonyms, config.eval_batch_size, config.bf16)
+    return {"task": task.name, "finetune_seed": config.seed, "val_accuracy": result.validation["exact_match"],
+            "test_accuracy": clean["exact_match"], "synonym_accuracy": synonyms["exact_match"],
+            "robustness_drop": clean["exact_match"] - synonyms["exact_match"], "test_score": clean["f1"],
+            "score_metric": qa.SCORE_METRIC, "exact_match": clean["exact_match"],
+            "synonym_f1": synonyms["f1"], "finetune_s": result.wall_s}
 
 
 # --------------------------------------------------------------------------- one seed, every arm
@@ -685,21 +779,17 @@ def check_pooling(pooling: str) -> None:
 
 
 def check_parameters(arms: Sequence[str], tasks: Sequence[str], finetune_seeds: Sequence[int], *,
-                     pooling: str = "mean", squad: bool = False,
-                     substitution_pos: str = "unambiguous") -> None:
+                     pooling: str = "mean", substitution_pos: str = "unambiguous") -> None:
     """Fail at once, naming B1's parameter, on lists and choices that B1 cannot run."""
     from mlmlib.data.tasks import EMBEDDED_TASKS, HUB_TASKS
 
     check_lists(arms=arms, tasks=tasks, finetune_seeds=finetune_seeds)
-    known = (*EMBEDDED_TASKS, *HUB_TASKS)
+    known = (*EMBEDDED_TASKS, *HUB_TASKS, *qa.QA_TASKS)
     unknown = [t for t in tasks if t not in known]
     if unknown:
         raise ValueError(f"parameter tasks: unknown {unknown}; known tasks: {', '.join(known)}")
     check_pooling(pooling)
     check_substitution_pos(substitution_pos)
-    if squad:
-        raise ValueError("parameter squad=True: SQuAD is not implemented (mlmlib.finetune has no "
-                         "question-answering head); set squad = False")
 
 
 def run_arms(
