@@ -20,7 +20,12 @@ RUNS_MAY_IMPORT = ("mlmlib.runs", "mlmlib.atomic", "mlmlib.paths", "mlmlib.code_
                    "mlmlib.stats")
 # The mirror command fetches what a plan needs from the hub, so it imports the loaders (and the
 # names of A5's hub resources); the command line imports it for that command only.
-FETCHERS = {"mlmlib.runs.mirror": ("mlmlib.data", "mlmlib.papers.distributional.perturb")}
+# The rehearsal builds stand-ins of those resources (from the data package's bundle and the
+# shipped MiniLM tokenizer) and points the loaders at them; the command line imports it only
+# for `run --rehearse`.
+FETCHERS = {"mlmlib.runs.mirror": ("mlmlib.data", "mlmlib.papers.distributional.perturb", "mlmlib.qa"),
+            "mlmlib.runs.standins": ("mlmlib.data", "mlmlib.minilm"),
+            "mlmlib.runs.rehearsal": ("mlmlib.data.hub",)}
 
 
 def _module(path: Path) -> str:

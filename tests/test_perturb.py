@@ -387,3 +387,19 @@ def test_back_translation_dependencies_are_installed():
 
     assert importlib.util.find_spec("sacremoses") is not None
     from transformers import FSMTTokenizer  # noqa: F401 - importable with it
+
+
+def test_perturbations_whose_templates_overflow_are_left_out_and_counted(tok):
+    """A paraphrase longer than its phrase can push a sentence template's mask past max_length."""
+    short = perturb.Perturbation(0, "long-phrase", "the food was good", "the food was fine", "good", "fine",
+                                 "ADJP", float("nan"))
+    long = perturb.Perturbation(1, "long-phrase", "the food was good", "the food was " + "very " * 20 + "good",
+                                "good", "very " * 20 + "good", "ADJP", float("nan"))
+    templates = ["[MASK] {x}", "{sentence} It was [MASK] ."]
+    kept, dropped = pdl.fitting_templates([short, long], templates, tok, max_length=16)
+    assert kept == [short] and dropped == {"long-phrase": 1}
+    kept, dropped = pdl.fitting_templates([short, long], ["[MASK] {x}"], tok, max_length=64)
+    assert kept == [short, long] and dropped == {}
+    # the tag-matched template counts too: an ADJP's template puts the unit before the mask
+    kept, _ = pdl.fitting_templates([short], ["[MASK] {x}"], tok, max_length=16, tag_matched=True)
+    assert kept == [short]

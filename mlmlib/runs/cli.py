@@ -14,6 +14,8 @@ Run the book's experiments and build the book.
   python -m mlmlib run --profile smoke          execute every run of the smoke plan
   python -m mlmlib run --profile smoke --only A1_synthetic_data --force
   python -m mlmlib run --profile smoke --executor local --max-parallel 2   two runs side by side
+  python -m mlmlib run --profile paper --rehearse   the paper plan at tiny size, offline, on
+                                                stand-ins of its hub data and models (minutes, CPU)
   python -m mlmlib run --profile paper --executor local --gpus 0,1,2,3    one run per GPU
   python -m mlmlib run --profile paper --executor slurm --partition gpu --gpus-per-run 1
   python -m mlmlib book --profile smoke         build the HTML book from the executed runs
@@ -37,6 +39,10 @@ def main(argv: list[str] | None = None) -> int:
                      help="run only this notebook (repeatable)")
     run.add_argument("--force", action="store_true", help="rerun runs that already have a record")
     run.add_argument("--dry-run", action="store_true", help="list the runs without executing them")
+    run.add_argument("--rehearse", action="store_true",
+                     help="run the profile's every entry at the tiny sizes of notebooks/plans/rehearse/"
+                          "<profile>.yaml, offline, on stand-ins of its hub data and models "
+                          "(records in book/runs/<profile>-rehearsal/)")
     ex = run.add_argument_group("executors (serial: one run after the other, in this process)")
     ex.add_argument("--executor", default="serial", help="serial (default), local or slurm")
     ex.add_argument("--max-parallel", type=int, default=0, metavar="N",
@@ -106,10 +112,14 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args) -> int:
     """Validate the plan, then execute it and summarise failures."""
     from mlmlib.runs.executors import ExecutorError, run_with_executor
+    from mlmlib.runs.plans import REHEARSAL, rehearsed_profile
     from mlmlib.runs.runner import run_plan
 
+    profile = args.profile
+    if args.rehearse and not profile.endswith(REHEARSAL):
+        profile += REHEARSAL
     try:
-        plan = load_plan(args.profile, args.only)
+        plan = load_plan(profile, args.only)
     except PlanError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -123,6 +133,10 @@ def _run(args) -> int:
         for run in plan.runs:
             print(f"  {run.notebook}/{run.slug}: {json.dumps(run.params)}")
         return 0
+    if rehearsed_profile(plan.profile):
+        from mlmlib.runs import rehearsal
+
+        rehearsal.prepare(plan)
     if options.executor == "serial":
         report = run_plan(plan, force=args.force)
     else:

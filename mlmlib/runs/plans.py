@@ -111,17 +111,21 @@ def check_name(what: str, name: Any) -> str:
 
 
 def load_plan(profile: str, only: list[str] | None = None) -> Plan:
-    """Read, validate and expand a profile's plan; raise PlanError before anything runs."""
+    """Read, validate and expand a profile's plan; raise PlanError before anything runs.
+
+    `<profile>-rehearsal` is the profile's plan with the sizes of its rehearsal overlay
+    (see `rehearsal_data`): its own records, the same notebooks, kinds and hub names.
+    """
     check_name("profile", profile)
-    path = plans_dir() / f"{profile}.yaml"
+    base = rehearsed_profile(profile)
+    path = plans_dir() / f"{base or profile}.yaml"
     if not path.exists():
         raise PlanError(f"unknown profile {profile!r}: no {path}; available: {available_profiles()}")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise PlanError(f"{path}: not valid YAML: {exc}") from exc
+    data = _read_yaml(path)
     if not isinstance(data, dict) or not isinstance(data.get("notebooks"), list):
         raise PlanError(f"{path}: expected a mapping with a 'notebooks' list")
+    if base:
+        data = rehearsal_data(data, profile)
     unknown = set(data) - {"description", "notebooks", "slurm"}
     if unknown:
         raise PlanError(f"{path}: unknown key(s) {sorted(unknown)}; allowed: description, notebooks, slurm")
@@ -153,6 +157,103 @@ def load_plan(profile: str, only: list[str] | None = None) -> Plan:
                             "put the parameter that tells them apart in their grid")
         seen[name] = run.params
     return plan
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise PlanError(f"{path}: not valid YAML: {exc}") from exc
+
+
+REHEARSAL = "-rehearsal"
+
+
+def rehearsal_overlay_path(profile: str) -> Path:
+    """The file of sizes that shrink a profile's plan for its rehearsal."""
+    return plans_dir() / "rehearse" / f"{profile}.yaml"
+
+
+def rehearsed_profile(profile: str) -> str | None:
+    """'paper' for 'paper-rehearsal' (when paper has a rehearsal overlay), else None."""
+    if not profile.endswith(REHEARSAL) or (plans_dir() / f"{profile}.yaml").exists():
+        return None
+    base = profile[: -len(REHEARSAL)]
+    if not rehearsal_overlay_path(base).exists():
+        have = sorted(p.stem for p in rehearsal_overlay_path(base).parent.glob("*.yaml"))
+        raise PlanError(f"profile {profile!r}: {base!r} has no rehearsal sizes "
+                        f"({rehearsal_overlay_path(base)}); profiles that can be rehearsed: {have}")
+    return base
+
+
+def rehearsal_data(data: dict, profile: str) -> dict:
+    """The plan's entries with the overlay's sizes: a rehearsal of the same code paths.
+
+    The overlay (notebooks/plans/rehearse/<profile>.yaml) maps a notebook to `params` that
+    replace numbers only (steps, widths, layers, example counts, lists of ratios), to `grid`
+    values that must be a subset of the plan's (fewer seeds, never another arm), and to a
+    `timeout`. Text, flags and lists of names (hub models, tokenizers, tasks, arms, metrics)
+    cannot be overridden: what the rehearsal runs is what the plan runs, at a smaller size.
+    Summaries read the rehearsal's own records.
+    """
+    path = rehearsal_overlay_path(profile[: -len(REHEARSAL)])
+    overlay = _read_yaml(path)
+    if not isinstance(overlay, dict) or not isinstance(overlay.get("notebooks"), dict):
+        raise PlanError(f"{path}: expected a mapping with a 'notebooks' mapping (notebook -> sizes)")
+    if set(overlay) - {"notebooks", "shared"}:
+        raise PlanError(f"{path}: unknown key(s) {sorted(set(overlay) - {'notebooks', 'shared'})}; "
+                        "allowed: notebooks, shared (YAML anchors)")
+    in_plan = {e.get("notebook") for e in data["notebooks"] if isinstance(e, dict)}
+    for name, sizes in overlay["notebooks"].items():
+        if name not in in_plan:
+            raise PlanError(f"{path}: notebook {name!r} is not in the plan; its notebooks: {sorted(in_plan)}")
+        if not isinstance(sizes, dict) or set(sizes) - {"params", "grid", "timeout"}:
+            raise PlanError(f"{path}: {name}: give a mapping with params, grid and/or timeout")
+    entries = []
+    for entry in data["notebooks"]:
+        entry = dict(entry)
+        name = entry.get("notebook")
+        sizes = overlay["notebooks"].get(name, {})
+        where = f"{path}: {name}"
+        params = dict(entry.get("params") or {})
+        declared = notebook_parameters(str(notebooks_dir() / f"{name}.ipynb"))
+        for key, value in (sizes.get("params") or {}).items():
+            if key not in declared:
+                raise PlanError(f"{where}: unknown parameter {key!r}; the notebook has: {sorted(declared)}")
+            _check_size(where, key, value, params.get(key, declared[key]))
+            params[key] = value
+        grid = dict(entry.get("grid") or {})
+        for key, values in (sizes.get("grid") or {}).items():
+            if key in grid:  # an entry without this grid key keeps its parameter as it is
+                if not isinstance(values, list) or not values:
+                    raise PlanError(f"{where}: grid.{key} must be a non-empty list")
+                kept = [v for v in grid[key] if v in values]
+                if len(kept) != len(values):
+                    raise PlanError(f"{where}: grid.{key} = {values!r}: a rehearsal runs a subset "
+                                    f"of the plan's values {grid[key]!r}")
+                grid[key] = kept
+        if "profile" in params:
+            params["profile"] = profile
+        entry["params"], entry["grid"] = params, grid
+        if "timeout" in sizes:
+            entry["timeout"] = sizes["timeout"]
+        entries.append(entry)
+    return {**data, "description": f"rehearsal of {data.get('description', '')}".strip(),
+            "notebooks": entries}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_size(where: str, key: str, value: Any, planned: Any) -> None:
+    """A rehearsal may change a number (or a list of numbers) where the plan has one, nothing else."""
+    numbers = _is_number(value) or (isinstance(value, list) and all(_is_number(v) for v in value))
+    was = _is_number(planned) or planned is None or (
+        isinstance(planned, list) and all(_is_number(v) for v in planned))
+    if not (numbers and was):
+        raise PlanError(f"{where}: params.{key} = {value!r}: a rehearsal changes sizes only (numbers "
+                        f"or lists of numbers), and the plan has {planned!r} there")
 
 
 def _expand(entry: dict, where: str) -> list[Run]:

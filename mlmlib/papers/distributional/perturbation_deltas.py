@@ -130,6 +130,29 @@ def filled_templates(template: str, perturbations, mask_token: str = MASK) -> tu
     return before, after
 
 
+def fitting_templates(perturbations, templates: list[str], tokenizer, *, max_length: int = 128,
+                      tag_matched: bool = False) -> tuple[list, dict[str, int]]:
+    """The perturbations whose every filled template, before and after, keeps its [MASK] within
+    max_length; and per kind how many did not (counted, never silently measured on a cut input).
+
+    A paraphrase or synonym longer than what it replaces can push the mask of a
+    "{sentence} ... [MASK]" template past max_length even though the original input fits.
+    """
+    kept, dropped = [], {}
+    for p in perturbations:
+        chosen = list(templates) + ([t] if tag_matched and (t := tag_template(p.pos)) else [])
+        texts = []
+        for template in chosen:
+            before, after = filled_templates(template, [p], tokenizer.mask_token)
+            texts += before + after
+        ids = encode(tokenizer, texts, max_length=max_length)["input_ids"]
+        if bool((ids == tokenizer.mask_token_id).any(1).all()):
+            kept.append(p)
+        else:
+            dropped[p.kind] = dropped.get(p.kind, 0) + 1
+    return kept, dropped
+
+
 @torch.no_grad()
 def mask_distributions(mlm, tokenizer, texts: list[str], *, words: list[str] | None = None,
                        max_length: int = 128, batch_size: int = 256) -> np.ndarray:

@@ -1,0 +1,104 @@
+"""The paper plan rehearsed: its every entry at tiny size, offline, on stand-ins of its hub data."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mlmlib.paths import project_root
+from mlmlib.runs import plans
+from mlmlib.runs.plans import PlanError, load_plan
+
+NETGUARD = Path(__file__).parent / "netguard"
+
+
+def test_the_rehearsal_is_the_paper_plan_with_numbers_shrunk():
+    paper, rehearsal = load_plan("paper"), load_plan("paper-rehearsal")
+    assert rehearsal.profile == "paper-rehearsal"
+    assert {r.notebook for r in rehearsal.runs} == {r.notebook for r in paper.runs}
+    by_name = {(r.notebook, r.slug): r for r in paper.runs}
+    for run in rehearsal.runs:
+        planned = by_name[(run.notebook, run.slug)]  # every rehearsed run is a run of the plan
+        assert run.grid_keys == planned.grid_keys
+        for key, value in planned.params.items():
+            if key == "profile":
+                assert run.params[key] == "paper-rehearsal"  # summaries read the rehearsal's records
+            elif not (isinstance(value, (int, float)) and not isinstance(value, bool)) and not (
+                    isinstance(value, list) and all(isinstance(v, (int, float)) for v in value)):
+                assert run.params[key] == value, (run.notebook, key)  # names, kinds, flags: unchanged
+    for entry in {r.notebook for r in paper.runs}:  # every kind of grid value is kept
+        for key in {k for r in paper.runs if r.notebook == entry for k in r.grid_keys} - {"seed"}:
+            assert ({r.params[key] if not isinstance(r.params[key], list) else tuple(r.params[key])
+                     for r in paper.runs if r.notebook == entry}
+                    == {r.params[key] if not isinstance(r.params[key], list) else tuple(r.params[key])
+                        for r in rehearsal.runs if r.notebook == entry}), (entry, key)
+
+
+@pytest.fixture
+def overlay(tmp_path, monkeypatch):
+    """A project with the real notebooks and paper plan, and an overlay file to write."""
+    root = project_root()
+    (tmp_path / "notebooks" / "plans" / "rehearse").mkdir(parents=True)
+    (tmp_path / "_config.yml").write_text("title: test\n")
+    for nb in (root / "notebooks").glob("*.ipynb"):
+        (tmp_path / "notebooks" / nb.name).symlink_to(nb)
+    (tmp_path / "notebooks" / "plans" / "paper.yaml").write_text((root / "notebooks/plans/paper.yaml").read_text())
+    monkeypatch.setenv("MLMLIB_ROOT", str(tmp_path))
+    plans.notebook_parameters.cache_clear()
+    return tmp_path / "notebooks" / "plans" / "rehearse" / "paper.yaml"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("notebooks: {B1_true_negatives_pretrain: {params: {tokenizer: embedded-wordpiece-8k}}}",
+     "params.tokenizer = 'embedded-wordpiece-8k': a rehearsal changes sizes only"),
+    ("notebooks: {B1_true_negatives_pretrain: {params: {tasks: [sst2]}}}", "changes sizes only"),
+    ("notebooks: {A3_synthetic_finetune: {params: {bd2_curves: false}}}", "changes sizes only"),
+    ("notebooks: {B1_true_negatives_pretrain: {grid: {arms: [[electra/plain]]}}}",
+     "a rehearsal runs a subset of the plan's values"),
+    ("notebooks: {C2_selective_mlm: {grid: {seed: [11]}}}", "a rehearsal runs a subset"),
+    ("notebooks: {C2_selective_mlm: {params: {mlm_stepz: 3}}}", "unknown parameter 'mlm_stepz'"),
+    ("notebooks: {Z9_nothing: {params: {steps: 3}}}", "notebook 'Z9_nothing' is not in the plan"),
+    ("notebooks: {C2_selective_mlm: {sizes: {}}}", "give a mapping with params, grid and/or timeout"),
+    ("nb: {}", "expected a mapping with a 'notebooks' mapping"),
+])
+def test_an_overlay_that_changes_more_than_sizes_is_refused(overlay, text, message):
+    overlay.write_text(text)
+    with pytest.raises(PlanError, match=message.replace("[", r"\[").replace("(", r"\(")):
+        load_plan("paper-rehearsal")
+
+
+def test_a_profile_without_rehearsal_sizes_says_which_have_them(overlay):
+    overlay.write_text("notebooks: {}")
+    with pytest.raises(PlanError, match=r"'smoke' has no rehearsal sizes .*can be rehearsed: \['paper'\]"):
+        load_plan("smoke-rehearsal")
+
+
+@pytest.mark.slow
+def test_the_whole_paper_plan_rehearses_offline(tmp_path):
+    """`run --profile paper --rehearse`: every run of the plan finishes, and no process of it
+    (runner, jobs, kernels) reached the network: each armed the guard, none was refused."""
+    guard_log = tmp_path / "netguard.log"
+    env = {**os.environ, "MLMLIB_WORK": str(tmp_path / "work"), "MLMLIB_NETGUARD_LOG": str(guard_log),
+           "PYTHONPATH": os.pathsep.join([str(NETGUARD), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    env.pop("MLMLIB_HUB_MIRROR", None)
+    done = subprocess.run([sys.executable, "-m", "mlmlib", "run", "--profile", "paper", "--rehearse", "--force",
+                           "--executor", "local", "--max-parallel", "2"],
+                          cwd=project_root(), env=env, capture_output=True, text=True, timeout=1500, check=False)
+    out = done.stdout + done.stderr
+    plan = load_plan("paper-rehearsal")
+    assert done.returncode == 0, out[-6000:]
+    assert f"{len(plan.runs)} ran, 0 skipped, 0 failed" in out, out[-3000:]
+    for run in plan.runs:
+        record = json.loads((project_root() / "book" / "runs" / "paper-rehearsal" / run.notebook
+                             / f"{run.slug}.json").read_text())
+        assert record["profile"] == "paper-rehearsal"
+    lines = guard_log.read_text().splitlines()
+    armed = [ln for ln in lines if ln.startswith("armed")]
+    refused = [ln for ln in lines if ln.startswith("refused")]
+    assert not refused, refused
+    assert len(armed) >= len(plan.runs), "each run's kernel loads the guard"
