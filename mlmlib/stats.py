@@ -140,6 +140,36 @@ def verdict(diff: Interval, direction: str = "greater", delta: float | None = No
     return EQUIVALENT if inside else NOT_RESOLVED
 
 
+def seeds_for_half_width(sd: float, delta: float, level: float = 0.95, max_seeds: int = 1000) -> int:
+    """Paired seeds needed so that the Student-t interval of the mean paired difference has a
+    half-width of at most delta: the smallest n >= MIN_SEEDS with t(n-1) * sd / sqrt(n) <= delta.
+
+    sd is the seed-to-seed standard deviation of the paired difference, measured first (a pilot).
+    The rule sizes the interval, not a test: with the planned n, a true difference of 0 gives
+    "equivalent within +-delta" only when the interval also lands inside +-delta, and a true
+    difference must exceed about delta to be called reproduced (see minimal_detectable_effect).
+    """
+    if not delta > 0:
+        raise ValueError(f"delta={delta!r}: the half-width must be above 0")
+    if not (np.isfinite(sd) and sd >= 0):
+        raise ValueError(f"sd={sd!r}: give the measured seed-to-seed standard deviation (>= 0)")
+    for n in range(MIN_SEEDS, max_seeds + 1):
+        if sps.t.ppf(0.5 + level / 2, n - 1) * sd / np.sqrt(n) <= delta:
+            return n
+    raise ValueError(f"sd={sd:.4g}, delta={delta:.4g}: more than max_seeds={max_seeds} seeds needed")
+
+
+def minimal_detectable_effect(sd: float, n: int, level: float = 0.95, power: float = 0.8) -> float:
+    """The smallest true paired difference that a design of n seeds calls reproduced with the given
+    power (two-sided level, Student-t): (t_{1-alpha/2} + t_{power}) * sd / sqrt(n), df = n - 1."""
+    if n < MIN_SEEDS:
+        raise ValueError(f"n={n}: a verdict needs at least {MIN_SEEDS} seeds (MIN_SEEDS)")
+    if not 0 < power < 1:
+        raise ValueError(f"power={power!r}: give a probability in (0, 1)")
+    df = n - 1
+    return float((sps.t.ppf(0.5 + level / 2, df) + sps.t.ppf(power, df)) * sd / np.sqrt(n))
+
+
 def verdict_apart(a: Interval, b: Interval, direction: str = "greater") -> str:
     """Verdict from two unpaired intervals: a above b (or below, for "less"), apart or overlapping."""
     if direction not in ("greater", "less"):

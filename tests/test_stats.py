@@ -2,7 +2,9 @@
 
 import math
 
+import numpy as np
 import pytest
+from scipy import stats as sps
 
 from mlmlib import stats
 from mlmlib.stats import Interval
@@ -91,3 +93,38 @@ def test_learned_means_above_the_prior_by_the_margin():
 def test_class_prior_is_the_majority_share():
     assert stats.class_prior([0, 1, 1, 1]) == 0.75
     assert stats.class_prior([2, 2, 0, 1, 2]) == 0.6  # any number of classes
+
+
+def test_seed_count_gives_the_smallest_n_whose_interval_fits_delta():
+    sd, delta = 0.02, 0.01
+    n = stats.seeds_for_half_width(sd, delta)
+    t = lambda k: sps.t.ppf(0.975, k - 1) * sd / np.sqrt(k)
+    assert t(n) <= delta < t(n - 1)
+    assert n == 18  # t(17) = 2.110: 2.110 * 0.02 / sqrt(18) = 0.00995
+    assert stats.seeds_for_half_width(0.0, 0.01) == stats.MIN_SEEDS  # never fewer than a verdict needs
+    assert stats.seeds_for_half_width(sd, 2 * delta) < n  # a wider margin needs fewer seeds
+    # the interval from n seeds of exactly that spread has half-width <= delta
+    rng = np.random.default_rng(0)
+    d = rng.normal(size=n)
+    d = (d - d.mean()) / d.std(ddof=1) * sd
+    ci = stats.mean_ci(d)
+    assert (ci.high - ci.low) / 2 <= delta + 1e-12
+
+
+@pytest.mark.parametrize("sd, delta, message", [
+    (0.02, 0.0, "delta=0.0: the half-width must be above 0"),
+    (0.02, -1.0, "delta=-1.0"),
+    (float("nan"), 0.01, "sd=nan"),
+    (5.0, 1e-4, "more than max_seeds"),
+])
+def test_seed_count_refuses_bad_input(sd, delta, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        stats.seeds_for_half_width(sd, delta)
+
+
+def test_minimal_detectable_effect():
+    # df 9: t(0.975) = 2.2622, t(0.8) = 0.8834; (2.2622 + 0.8834) * 1 / sqrt(10) = 0.9947
+    assert stats.minimal_detectable_effect(1.0, 10) == pytest.approx(0.9947, abs=1e-3)
+    assert stats.minimal_detectable_effect(1.0, 40) < stats.minimal_detectable_effect(1.0, 10)
+    with pytest.raises(ValueError, match="n=2: a verdict needs at least 3 seeds"):
+        stats.minimal_detectable_effect(1.0, 2)
