@@ -33,10 +33,13 @@ def test_the_rehearsal_is_the_paper_plan_with_numbers_shrunk():
                 assert run.params[key] == value, (run.notebook, key)  # names, kinds, flags: unchanged
     for entry in {r.notebook for r in paper.runs}:  # every kind of grid value is kept
         for key in {k for r in paper.runs if r.notebook == entry for k in r.grid_keys} - {"seed"}:
-            assert ({r.params[key] if not isinstance(r.params[key], list) else tuple(r.params[key])
-                     for r in paper.runs if r.notebook == entry}
-                    == {r.params[key] if not isinstance(r.params[key], list) else tuple(r.params[key])
-                        for r in rehearsal.runs if r.notebook == entry}), (entry, key)
+            assert _values(paper, entry, key) == _values(rehearsal, entry, key), (entry, key)
+
+
+def _values(plan, notebook: str, key: str) -> set:
+    """The values a parameter takes over a notebook's runs (lists as tuples)."""
+    return {tuple(v) if isinstance(v, list) else v
+            for v in (r.params[key] for r in plan.runs if r.notebook == notebook)}
 
 
 @pytest.fixture
