@@ -170,6 +170,25 @@ def minimal_detectable_effect(sd: float, n: int, level: float = 0.95, power: flo
     return float((sps.t.ppf(0.5 + level / 2, df) + sps.t.ppf(power, df)) * sd / np.sqrt(n))
 
 
+def design_from_interval(low: float, high: float, n: int, delta: float | None = None,
+                         level: float = 0.95, power: float = 0.8) -> dict:
+    """What a measured Student-t interval of a paired difference says about the design: the seed-
+    to-seed sd it implies, the minimal detectable effect with its n seeds, and (given a margin
+    delta) how many seeds would make the interval's half-width at most delta.
+
+    NaN where the interval cannot say (fewer than MIN_SEEDS seeds, or no interval).
+    """
+    out = {"sd": float("nan"), "mde": float("nan"), "seeds_for_delta": float("nan")}
+    if n is None or n < MIN_SEEDS or not np.isfinite([low, high]).all():
+        return out
+    sd = float((high - low) / 2 * np.sqrt(n) / sps.t.ppf(0.5 + level / 2, n - 1))
+    out["sd"] = sd
+    out["mde"] = minimal_detectable_effect(sd, n, level, power)
+    if delta is not None:
+        out["seeds_for_delta"] = seeds_for_half_width(sd, delta, level, max_seeds=10**6)
+    return out
+
+
 def verdict_apart(a: Interval, b: Interval, direction: str = "greater") -> str:
     """Verdict from two unpaired intervals: a above b (or below, for "less"), apart or overlapping."""
     if direction not in ("greater", "less"):

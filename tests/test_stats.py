@@ -128,3 +128,20 @@ def test_minimal_detectable_effect():
     assert stats.minimal_detectable_effect(1.0, 40) < stats.minimal_detectable_effect(1.0, 10)
     with pytest.raises(ValueError, match="n=2: a verdict needs at least 3 seeds"):
         stats.minimal_detectable_effect(1.0, 2)
+
+
+def test_the_design_read_from_an_interval_inverts_the_interval():
+    sd, n = 0.03, 5
+    ci = stats.mean_ci([0.0, 0.03, -0.03, 0.04, -0.04])  # any values; rebuild their interval's sd
+    design = stats.design_from_interval(ci.low, ci.high, ci.n, delta=0.01)
+    assert design["sd"] == pytest.approx(np.std([0.0, 0.03, -0.03, 0.04, -0.04], ddof=1))
+    assert design["mde"] == pytest.approx(stats.minimal_detectable_effect(design["sd"], 5))
+    assert design["seeds_for_delta"] == stats.seeds_for_half_width(design["sd"], 0.01)
+    half = sps.t.ppf(0.975, n - 1) * sd / np.sqrt(n)
+    assert stats.design_from_interval(-half, half, n)["sd"] == pytest.approx(sd)
+    assert np.isnan(stats.design_from_interval(-half, half, n)["seeds_for_delta"])  # no delta given
+
+
+def test_the_design_needs_an_interval_of_enough_seeds():
+    assert all(np.isnan(v) for v in stats.design_from_interval(-0.1, 0.1, 2, delta=0.01).values())
+    assert all(np.isnan(v) for v in stats.design_from_interval(float("nan"), 0.1, 5).values())
