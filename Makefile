@@ -8,6 +8,8 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
 EXTRAS ?= vectors,base,dev,cluster
 PROFILE ?= smoke
+# profiles whose committed runs the book shows beside PROFILE's (book/runs/cpu/: the cpu profile)
+BOOK_ALSO ?= cpu
 # two runs side by side, one torch thread each (measured faster and steadier on 2 cores than one
 # run with two threads; README); RUN_ARGS= runs them one after the other in this process
 RUN_ARGS ?= --executor local --max-parallel 2
@@ -39,13 +41,13 @@ kernel: $(VENV)/.installed
 # The book is built even when a run failed (the failed runs stay out of it); then make fails.
 book: $(VENV)/.installed
 	$(PY) -m mlmlib run --profile $(PROFILE) $(RUN_ARGS); status=$$?; \
-	$(PY) -m mlmlib book --profile $(PROFILE) && exit $$status
+	$(PY) -m mlmlib book --profile $(PROFILE) $(addprefix --also ,$(BOOK_ALSO)) && exit $$status
 
 run: $(VENV)/.installed
 	$(PY) -m mlmlib run --profile $(PROFILE) $(RUN_ARGS)
 
 html: $(VENV)/.installed
-	$(PY) -m mlmlib book --profile $(PROFILE)
+	$(PY) -m mlmlib book --profile $(PROFILE) $(addprefix --also ,$(BOOK_ALSO))
 
 # Installed with apt-get where it is missing and we are root; otherwise the browser tests skip.
 $(CHROMIUM):

@@ -34,16 +34,31 @@ def test_tables_come_from_the_records_of_every_profile(tmp_path):
     assert "[smoke](/book/runs/smoke/A4_synthetic_summary/run.ipynb)" in a  # the rendered profile links
     assert "| cpu |" in a  # another profile's rows are shown, not linked
     card = (out / "scorecard.md").read_text().splitlines()
-    assert card[0] == "| Paper | Claim | smoke | cpu |"
-    with_without = next(line for line in card if "WITH beats WITHOUT" in line)
-    assert "**reproduced**" in with_without and "**contradicted**" in with_without
-    # C: two rows of one profile; claims differ, so each is its own line
+    assert card[0] == "| Paper | Claim | Profile | Effect [95% CI] | Seeds | ±delta | Verdict |"
+    # one line per claim and profile, the lines of one claim together, smoke before cpu
+    with_without = [line for line in card if "WITH beats WITHOUT" in line]
+    assert len(with_without) == 2 and card.index(with_without[1]) == card.index(with_without[0]) + 1
+    assert "[smoke](/book/runs/smoke/A4_synthetic_summary/run.ipynb)" in with_without[0]
+    assert "**reproduced**" in with_without[0] and "0.03 [0.01, 0.05]" in with_without[0]
+    assert "| cpu |" in with_without[1] and "**contradicted**" in with_without[1]
     assert sum("selective beats random" in line for line in card) == 2
     assert "No summary records yet" in (out / "claims_paper_b.md").read_text()
 
 
-def test_unknown_verdict_words_never_combine_to_reproduced(tmp_path):
+def test_a_profile_shown_beside_the_built_one_is_linked_and_others_are_left_out(tmp_path):
+    _record(tmp_path, "smoke", "A4_synthetic_summary", "paper_a", [_row("WITH beats WITHOUT", "reproduced")])
+    _record(tmp_path, "cpu", "A4_synthetic_summary", "paper_a", [_row("WITH beats WITHOUT", "reproduced")])
+    _record(tmp_path, "paper-rehearsal", "A4_synthetic_summary", "paper_a",
+            [_row("WITH beats WITHOUT", "contradicted")])
+    card = (write_claim_tables("smoke", tmp_path, also=["cpu"]) / "scorecard.md").read_text()
+    assert "[cpu](/book/runs/cpu/A4_synthetic_summary/run.ipynb)" in card
+    assert "paper-rehearsal" not in card  # a rehearsal's numbers are no result
+    rehearsal = (write_claim_tables("paper-rehearsal", tmp_path) / "scorecard.md").read_text()
+    assert "[paper-rehearsal](/book/runs/paper-rehearsal/" in rehearsal  # unless it is the book
+
+
+def test_every_row_keeps_its_own_verdict_words(tmp_path):
     _record(tmp_path, "smoke", "A6_real_summary", "paper_a",
             [_row("r is low", "reproduced"), _row("r is low", "excluded: model at chance")])
     card = (write_claim_tables("smoke", tmp_path) / "scorecard.md").read_text()
-    assert "**not resolved** (2 rows)" in card
+    assert "**reproduced**" in card and "**excluded: model at chance**" in card

@@ -4,23 +4,35 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
 
 from mlmlib.paths import project_root, runs_dir
+from mlmlib.runs.plans import check_name
 from mlmlib.runs.records import readable_records
-from mlmlib.stats import NOT_RESOLVED, VERDICTS, combine
 
 
-def generated_toc(profile: str) -> Path:
-    """Write the table of contents with each run of `profile` under its chapter; return its path."""
+def generated_toc(profile: str, also: Sequence[str] = ()) -> Path:
+    """Write the table of contents with each run of `profile` under its chapter, then the runs of
+    the profiles in `also` (their titles name the profile); return its path."""
     root = project_root()
     toc = yaml.safe_load((root / "_toc.yml").read_text())
     chapters = {}
     for part in toc.get("parts", []):
         for chapter in part.get("chapters", []):
             chapters[Path(chapter["file"]).stem] = chapter
+    for shown in (profile, *[p for p in also if p != profile]):
+        _add_runs(chapters, shown, root, suffix="" if shown == profile else f" [{shown} profile]")
+    out = runs_dir(profile) / "_toc.yml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(yaml.safe_dump(toc, sort_keys=False))
+    return out
+
+
+def _add_runs(chapters: dict[str, dict], profile: str, root: Path, suffix: str) -> None:
+    """Put each executed run of `profile` under its chapter, in the order of the profile's plan."""
     by_entry: dict[tuple[str, str], list[dict]] = {}  # one plan entry: notebook and title
     for path, rec in readable_records(profile, root):
         if not path.with_suffix(".ipynb").exists():
@@ -29,6 +41,7 @@ def generated_toc(profile: str) -> Path:
     order = _plan_order(profile)
     for entry in sorted(by_entry, key=lambda e: order.get(e, len(order))):
         recs = sorted(by_entry[entry], key=lambda r: r["label"])
+        recs = [r | {"title": r["title"] + suffix} for r in recs]
         chapter = chapters.get(recs[0].get("chapter")) or chapters.get("about_runs")
         if chapter is None:
             continue
@@ -40,10 +53,6 @@ def generated_toc(profile: str) -> Path:
             head["title"] = f"{recs[0]['title']}: {len(recs)} runs ({recs[0]['label']}, ...)"
             head["sections"] = entries[1:]
         chapter.setdefault("sections", []).append(head)
-    out = runs_dir(profile) / "_toc.yml"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(yaml.safe_dump(toc, sort_keys=False))
-    return out
 
 
 def _plan_order(profile: str) -> dict[tuple[str, str], int]:
@@ -61,15 +70,17 @@ PAPER_CHAPTERS = {"paper_a": "A", "paper_b": "B", "paper_c": "C"}
 PROFILE_ORDER = ("smoke", "cpu", "paper")  # the others (test, ...) after these
 
 
-def scorecard_rows(root: Path | None = None) -> list[dict]:
-    """Every claim row that summary notebooks saved (metrics['scorecard']), of every profile."""
+def scorecard_rows(root: Path | None = None, profiles: Sequence[str] = PROFILE_ORDER) -> list[dict]:
+    """Every claim row that summary notebooks of `profiles` saved (metrics['scorecard'])."""
     rows = []
-    for path, rec in readable_records(None, root):
-        for row in rec["metrics"].get("scorecard") or []:
-            rows.append({**row, "profile": rec["profile"], "chapter": rec.get("chapter", ""),
-                         "notebook": rec["notebook"], "page": path.with_suffix("")})
-    order = {p: i for i, p in enumerate(PROFILE_ORDER)}
-    return sorted(rows, key=lambda r: (r["chapter"], order.get(r["profile"], len(order)), r["profile"]))
+    profiles = list(dict.fromkeys(profiles))
+    for profile in profiles:
+        for path, rec in readable_records(profile, root):
+            for row in rec["metrics"].get("scorecard") or []:
+                rows.append({**row, "profile": rec["profile"], "chapter": rec.get("chapter", ""),
+                             "notebook": rec["notebook"], "page": path.with_suffix("")})
+    order = {p: i for i, p in enumerate(profiles)}
+    return sorted(rows, key=lambda r: (r["chapter"], order.get(r["profile"], len(order))))
 
 
 def _cell(value) -> str:
@@ -86,78 +97,71 @@ def _verdict(verdict: str) -> str:
     return f"**{verdict}**"
 
 
-def write_claim_tables(built_profile: str, root: Path | None = None) -> Path:
+def write_claim_tables(built_profile: str, root: Path | None = None, also: Sequence[str] = ()) -> Path:
     """Write book/_generated/scorecard.md and claims_<chapter>.md from the records; return the folder.
 
     The chapters include them at their top: results first, generated from the records at
-    build time (never typed). Rows of every profile with records are shown; the summary
-    page is linked for the profile this book renders.
+    build time (never typed). Rows of the smoke, cpu and paper profiles (and of the rendered
+    ones) are shown; a row links its summary page where this book renders its profile.
     """
     root = root or project_root()
     out = root / "book" / GENERATED
     out.mkdir(parents=True, exist_ok=True)
-    rows = scorecard_rows(root)
+    rendered = (built_profile, *also)
+    rows = scorecard_rows(root, (*PROFILE_ORDER, *rendered))
     for chapter in PAPER_CHAPTERS:
         mine = [r for r in rows if r["chapter"] == chapter]
-        lines = [_table_note(mine, built_profile)]
+        lines = [_table_note(mine, rendered)]
         if mine:
             lines += ["| Profile | Claim | Effect [95% CI] | Seeds | ±delta | Verdict |",
                       "|---|---|---|---|---|---|"]
-            lines += [f"| {_profile_link(r, built_profile, root)} | {_cell(r['claim'])} | "
+            lines += [f"| {_profile_link(r, rendered, root)} | {_cell(r['claim'])} | "
                       f"{_cell(r['effect'])} | {_cell(r['seeds'])} | {_cell(r.get('delta'))} | "
                       f"{_verdict(r['verdict'])} |" for r in mine]
         (out / f"claims_{chapter}.md").write_text("\n".join(lines) + "\n")
-    (out / "scorecard.md").write_text(_scorecard(rows, root) + "\n")
+    (out / "scorecard.md").write_text(_scorecard(rows, rendered, root) + "\n")
     return out
 
 
-def _table_note(rows: list[dict], built_profile: str) -> str:
+def _table_note(rows: list[dict], rendered: Sequence[str]) -> str:
     if not rows:
         return ("*No summary records yet: run `python -m mlmlib run --profile smoke` (or another "
                 "profile) and rebuild the book.*")
-    profiles = sorted({r["profile"] for r in rows})
+    profiles = list(dict.fromkeys(r["profile"] for r in rows))
     return (f"Measured claims, generated from the run records of {', '.join(profiles)} "
-            f"(this book shows the executed pages of `{built_profile}`).\n")
+            f"(this book shows the executed pages of {', '.join(f'`{p}`' for p in rendered)}).\n")
 
 
-def _profile_link(row: dict, built_profile: str, root: Path) -> str:
+def _profile_link(row: dict, rendered: Sequence[str], root: Path) -> str:
     """The profile's name, linked to the summary page when this book renders that profile."""
-    if row["profile"] != built_profile:
+    if row["profile"] not in rendered:
         return row["profile"]
     return f"[{row['profile']}](/{Path(row['page']).with_suffix('.ipynb').relative_to(root).as_posix()})"
 
 
-def _scorecard(rows: list[dict], root: Path) -> str:
-    """One line per paper claim: its verdict in each profile (all rows of a claim combined)."""
-    from collections import defaultdict
-
+def _scorecard(rows: list[dict], rendered: Sequence[str], root: Path) -> str:
+    """Every paper claim, one line per profile that measured it: effect, interval, seeds, margin,
+    verdict, and the profile linked to its summary page. Lines of one claim stay together."""
     if not rows:
         return "*No summary records yet: the scorecard fills in once a profile has run.*"
-    profiles = sorted({r["profile"] for r in rows},
-                      key=lambda p: (PROFILE_ORDER.index(p) if p in PROFILE_ORDER else 99, p))
-    cells: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for r in rows:
-        cells[(r["chapter"], r["claim"])][r["profile"]].append(r["verdict"])
-    lines = ["| Paper | Claim | " + " | ".join(profiles) + " |",
-             "|---|---|" + "---|" * len(profiles)]
-    for (chapter, claim), by_profile in cells.items():
-        verdicts = []
-        for p in profiles:
-            found = by_profile.get(p)
-            if not found:
-                verdicts.append("-")
-                continue
-            known = [v for v in found if v in VERDICTS]
-            combined = combine(known) if len(known) == len(found) else NOT_RESOLVED
-            verdicts.append(_verdict(combined) + (f" ({len(found)} rows)" if len(found) > 1 else ""))
-        paper = PAPER_CHAPTERS.get(chapter, chapter)
-        lines.append(f"| [{paper}](/book/{chapter}.md) | {_cell(claim)} | " + " | ".join(verdicts) + " |")
+    first: dict[tuple[str, str], int] = {}
+    for i, r in enumerate(rows):
+        first.setdefault((r["chapter"], r["claim"]), i)
+    ordered = sorted(range(len(rows)), key=lambda i: (first[(rows[i]["chapter"], rows[i]["claim"])], i))
+    lines = ["| Paper | Claim | Profile | Effect [95% CI] | Seeds | ±delta | Verdict |",
+             "|---|---|---|---|---|---|---|"]
+    for i in ordered:
+        r = rows[i]
+        paper = PAPER_CHAPTERS.get(r["chapter"], r["chapter"])
+        lines.append(f"| [{paper}](/book/{r['chapter']}.md) | {_cell(r['claim'])} | "
+                     f"{_profile_link(r, rendered, root)} | {_cell(r['effect'])} | "
+                     f"{_cell(r['seeds'])} | {_cell(r.get('delta'))} | {_verdict(r['verdict'])} |")
     return "\n".join(lines)
 
 
 def check_profile(profile: str) -> None:
     """Refuse a profile with neither a plan nor records (a typo would build an empty book)."""
-    from mlmlib.runs.plans import PlanError, available_profiles, check_name
+    from mlmlib.runs.plans import PlanError, available_profiles
 
     check_name("profile", profile)
     if profile not in available_profiles() and not runs_dir(profile).is_dir():
@@ -165,13 +169,25 @@ def check_profile(profile: str) -> None:
                         f"in book/runs/; profiles with a plan: {available_profiles()}")
 
 
-def build_book(profile: str, strict: bool = True, output: Path | None = None) -> Path:
-    """Run `jupyter-book build` (no execution of its own) and return the HTML folder."""
+def build_book(profile: str, strict: bool = True, output: Path | None = None,
+               also: Sequence[str] = ()) -> Path:
+    """Run `jupyter-book build` (no execution of its own) and return the HTML folder.
+
+    `also`: further profiles whose executed runs appear beside `profile`'s (the committed `cpu`
+    results beside a fresh smoke run); one without records is left out with a note.
+    """
     root = project_root()
     check_profile(profile)
+    also = [p for p in also if p != profile]
+    for extra in also:
+        check_name("profile", extra)
+    missing = [p for p in also if not any(True for _ in readable_records(p, root))]
+    for extra in missing:
+        print(f"book: no records of profile {extra!r} in book/runs/{extra}/: left out")
+    also = [p for p in also if p not in missing]
     output = Path(output) if output else root / "book"
-    toc = generated_toc(profile)
-    write_claim_tables(profile, root)
+    toc = generated_toc(profile, also)
+    write_claim_tables(profile, root, also)
     cli = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(cli) if cli.exists() else "jupyter-book", "build", str(root), "--toc", str(toc),
            "--path-output", str(output)]

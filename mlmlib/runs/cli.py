@@ -63,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     book.add_argument("--profile", default="smoke", help="whose executed notebooks appear as pages")
     book.add_argument("--no-strict", action="store_true", help="do not fail on Sphinx warnings")
     book.add_argument("--output", default=None, help="folder for _build/ (default: book/)")
+    book.add_argument("--also", action="append", default=[], metavar="PROFILE",
+                      help="also show this profile's executed runs, e.g. the committed cpu results "
+                           "(repeatable; a profile without records is left out)")
     status = sub.add_parser("status", help="which runs exist and which failed")
     status.add_argument("--profile", default=None, help="one profile (default: all present)")
     mirror_cmd = sub.add_parser("mirror", help="fill a folder with the hub data and models a profile needs")
@@ -79,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         from mlmlib.runs.book import build_book
 
         try:
-            html = build_book(args.profile, strict=not args.no_strict, output=args.output)
+            html = build_book(args.profile, strict=not args.no_strict, output=args.output,
+                              also=args.also)
         except PlanError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
