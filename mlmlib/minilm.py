@@ -71,18 +71,35 @@ class HeadFit:
     seed: int = 0
 
 
-def untrained_mlm():
-    """The encoder's weights under a BertForMaskedLM whose head is freshly initialised."""
+def untrained_mlm(seed: int | None = None):
+    """The encoder's weights under a BertForMaskedLM whose head is freshly initialised (with
+    `seed`, without disturbing the caller's random state)."""
+    import torch
     from transformers import BertForMaskedLM
     from transformers.utils import logging
 
-    verbosity = logging.get_verbosity()
+    verbosity, bars = logging.get_verbosity(), logging.is_progress_bar_enabled()
     logging.set_verbosity_error()  # the "newly initialized: cls.predictions..." notice is expected
+    logging.disable_progress_bar()  # a "Loading weights" bar on every page that loads it
     try:
-        model = BertForMaskedLM.from_pretrained(str(minilm_dir()), attn_implementation=ATTENTION)
+        with torch.random.fork_rng(devices=[]):
+            if seed is not None:
+                torch.manual_seed(seed)
+            model = BertForMaskedLM.from_pretrained(str(minilm_dir()), attn_implementation=ATTENTION)
     finally:
         logging.set_verbosity(verbosity)
+        if bars:
+            logging.enable_progress_bar()
     return model
+
+
+def minilm_size():
+    """MiniLM's geometry as a ModelSize (the same encoder from scratch is built from it)."""
+    from transformers import AutoConfig
+
+    from mlmlib.models import size_of
+
+    return size_of(AutoConfig.from_pretrained(str(minilm_dir())))
 
 
 def freeze_encoder(model) -> list[str]:

@@ -343,6 +343,37 @@ def electra(
     return ElectraPair(gen, disc)
 
 
+def size_of(config) -> ModelSize:
+    """The ModelSize of a BERT or ELECTRA config (a pretrained model's geometry)."""
+    return ModelSize(vocab_size=config.vocab_size, hidden=config.hidden_size,
+                     layers=config.num_hidden_layers, heads=config.num_attention_heads,
+                     intermediate=config.intermediate_size, max_len=config.max_position_embeddings,
+                     dropout=config.hidden_dropout_prob, pad_id=config.pad_token_id or 0)
+
+
+def electra_from_bert(bert: PreTrainedModel, generator_fraction: float = 0.25, *,
+                      seed: int | None = None) -> ElectraPair:
+    """An ELECTRA pair whose discriminator starts from a pretrained BERT's encoder.
+
+    ELECTRA without factorised embeddings is BERT's encoder under another name: embeddings and
+    layers copy one to one (`bert.*` -> `electra.*`; BERT's pooler has no counterpart). The
+    discriminator's head and the narrower generator start fresh; the generator shares the
+    (pretrained) embeddings, as in ELECTRA. Why our own: transformers converts BERT checkpoints
+    to BERT classes only.
+    """
+    pair = electra(size_of(bert.config), generator_fraction, seed=seed)
+    state = {"electra." + k.split(".", 1)[1]: v for k, v in bert.state_dict().items()
+             if k.startswith("bert.") and ".pooler." not in k}
+    if not state:
+        raise ValueError("electra_from_bert: the model holds no 'bert.*' encoder weights")
+    missing, unexpected = pair.discriminator.load_state_dict(state, strict=False)
+    missing = [k for k in missing if k.startswith("electra.")]
+    if missing or unexpected:
+        raise ValueError(f"electra_from_bert: the BERT encoder does not match ELECTRA's: "
+                         f"missing {missing[:5]}, unexpected {unexpected[:5]}")
+    return pair
+
+
 # ---- final weights: safetensors + config JSON, for a pretrained base shared across runs ----
 
 WEIGHTS = "model.safetensors"

@@ -93,3 +93,32 @@ def test_the_minilm_base_through_pretrained_base(tmp_path, monkeypatch):
     model, tokenizer, history = pretrained_base(config, progress=False)
     assert len(tokenizer) == len(load_tokenizer("minilm-l6")) == 30522
     assert model.config.hidden_size == 384 and history[-1]["step"] == 1
+
+
+@needs_package
+def test_paper_b_arms_can_start_from_the_minilm_encoder():
+    from mlmlib.papers.true_negatives import experiment as tn
+
+    size = tn.encoder_size("minilm-l6", vocab_size=100, hidden=8, layers=1, heads=1, max_len=16)
+    assert (size.vocab_size, size.hidden, size.layers, size.heads, size.max_len) == (30522, 384, 6, 12, 512)
+    shipped = minilm.untrained_mlm().bert.encoder.layer[5].output.dense.weight
+    pair = tn.build_model("electra", size, 0.25, seed=0, base="minilm-l6")
+    assert torch.equal(pair.discriminator.electra.encoder.layer[5].output.dense.weight, shipped)
+    assert pair.generator.config.hidden_size == 96
+    mlm = tn.build_model("mlm", size, 0.25, seed=0, base="minilm-l6")
+    assert torch.equal(mlm.bert.encoder.layer[5].output.dense.weight, shipped)
+    again = tn.build_model("mlm", size, 0.25, seed=0, base="minilm-l6")
+    assert torch.equal(mlm.cls.predictions.transform.dense.weight,
+                       again.cls.predictions.transform.dense.weight)  # the fresh head follows the seed
+    assert tn.encoder_size("scratch", vocab_size=100, hidden=8, layers=1, heads=1, max_len=16).hidden == 8
+
+
+def test_paper_b_bases_are_checked_with_their_tokenizer():
+    from mlmlib.papers.true_negatives import experiment as tn
+
+    tn.check_base("scratch", "embedded-wordpiece-8k")
+    tn.check_base("minilm-l6", "minilm-l6")
+    with pytest.raises(ValueError, match=r"base='bert'.*scratch"):
+        tn.check_base("bert", "minilm-l6")
+    with pytest.raises(ValueError, match=r"needs tokenizer='minilm-l6'"):
+        tn.check_base("minilm-l6", "embedded-wordpiece-8k")

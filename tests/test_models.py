@@ -9,8 +9,10 @@ from mlmlib.models import (
     bert_mlm,
     electra,
     electra_classifier,
+    electra_from_bert,
     load_model,
     save_model,
+    size_of,
 )
 
 SIZE = ModelSize(vocab_size=60, hidden=32, layers=2, heads=2, max_len=32)
@@ -45,6 +47,24 @@ def test_electra_pair_shapes_and_tied_embeddings():
     for bad in (0.0, 1.5, -0.25):
         with pytest.raises(ValueError, match="generator_fraction"):
             electra(SIZE, generator_fraction=bad)
+
+
+def test_electra_from_bert_runs_the_bert_encoder_and_starts_its_heads_fresh():
+    bert = bert_mlm(SIZE, seed=0).eval()
+    pair = electra_from_bert(bert, generator_fraction=0.25, seed=1)
+    disc = pair.discriminator.eval()
+    assert size_of(disc.config) == SIZE and size_of(bert.config) == SIZE
+    ids = torch.randint(0, SIZE.vocab_size, (2, 12))
+    with torch.no_grad():
+        same = torch.equal(disc.electra(ids).last_hidden_state, bert.bert(ids).last_hidden_state)
+    assert same  # every encoder weight copied, none left at its initialisation
+    assert pair.generator.electra.embeddings.word_embeddings.weight is \
+        disc.electra.embeddings.word_embeddings.weight  # the generator shares the copied embeddings
+    fresh = electra(SIZE, generator_fraction=0.25, seed=1).discriminator
+    assert torch.equal(disc.discriminator_predictions.dense.weight,
+                       fresh.discriminator_predictions.dense.weight)  # the head: seeded, not copied
+    with pytest.raises(ValueError, match="no 'bert"):
+        electra_from_bert(fresh, seed=0)
 
 
 def test_save_load_roundtrip(tmp_path):

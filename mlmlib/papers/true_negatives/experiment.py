@@ -45,6 +45,7 @@ from mlmlib.models import (
     bert_mlm,
     electra,
     electra_classifier,
+    electra_from_bert,
     question_answerer,
 )
 from mlmlib.papers.true_negatives import negatives as neg
@@ -424,12 +425,44 @@ def for_objective(config: PretrainConfig, objective: str, **changes) -> Pretrain
     return dataclasses.replace(config, objective=objective, **changes)
 
 
-def build_model(objective: str, size: ModelSize, generator_fraction: float, seed: int):
-    """A fresh ELECTRA pair or BERT masked LM of `size`.
+SCRATCH = "scratch"
+BASES = (SCRATCH, "minilm-l6")  # where the arms' encoder starts
+
+
+def check_base(base: str, tokenizer: str) -> None:
+    """A known base, and the tokenizer whose vocabulary its embeddings were trained with."""
+    from mlmlib import minilm
+
+    if base not in BASES:
+        raise ValueError(f"base={base!r}: use one of {list(BASES)}")
+    if base == minilm.NAME and tokenizer != minilm.NAME:
+        raise ValueError(f"base={base!r} needs tokenizer={minilm.NAME!r} (its embeddings' vocabulary), "
+                         f"got tokenizer={tokenizer!r}")
+
+
+def encoder_size(base: str, **size) -> ModelSize:
+    """The arms' geometry: ModelSize(**size) from scratch, the pretrained encoder's own otherwise."""
+    if base == SCRATCH:
+        return ModelSize(**size)
+    from mlmlib import minilm
+
+    return minilm.minilm_size()
+
+
+def build_model(objective: str, size: ModelSize, generator_fraction: float, seed: int,
+                base: str = SCRATCH):
+    """A fresh ELECTRA pair or BERT masked LM of `size`, or one whose encoder is `base`'s.
 
     BERT has no factorised embeddings: the MLM arms of a size with a narrower `embedding_size`
     (ELECTRA-small: 128 against hidden 256) get embeddings as wide as their layers.
+    From MiniLM (a CPU-scale proxy): the discriminator (ELECTRA) or BERT (MLM) starts from its
+    encoder; the heads and ELECTRA's generator start fresh (seeded), sharing its embeddings.
     """
+    if base != SCRATCH:
+        from mlmlib import minilm
+
+        encoder = minilm.untrained_mlm(seed=seed)
+        return electra_from_bert(encoder, generator_fraction, seed=seed) if objective == "electra" else encoder
     if objective == "electra":
         return electra(size, generator_fraction, seed=seed)
     return bert_mlm(dataclasses.replace(size, embedding_size=None), seed=seed)
@@ -437,7 +470,7 @@ def build_model(objective: str, size: ModelSize, generator_fraction: float, seed
 
 def warm_start(objective: str, size: ModelSize, generator_fraction: float, data: dict,
                config: PretrainConfig, *, steps: int, seed: int, mask_id: int, num_special: int,
-               data_key: dict) -> torch.nn.Module:
+               data_key: dict, base: str = SCRATCH) -> torch.nn.Module:
     """A model pretrained without correction for `steps` steps, cached: the arms continue from it.
 
     Why: at smoke scale a generator trained from scratch for a few hundred steps samples
@@ -452,9 +485,11 @@ def warm_start(objective: str, size: ModelSize, generator_fraction: float, data:
     warm = for_objective(config, objective, steps=steps, seed=seed)
     key = {"objective": objective, "size": dataclasses.asdict(size), "seed": seed,
            "generator_fraction": generator_fraction, "config": config_dict(warm), "data": data_key}
+    if base != SCRATCH:  # the key of every scratch warm start stays as it was
+        key["base"] = base
 
     def build(folder):
-        model = build_model(objective, size, generator_fraction, seed)
+        model = build_model(objective, size, generator_fraction, seed, base)
         with contextlib.redirect_stdout(io.StringIO()):
             pretrain(model, data, warm, mask_id=mask_id, num_special=num_special, progress=False)
         save_model(model, folder / "model")
@@ -468,11 +503,13 @@ def pretrain_arm(
     arm: ArmConfig, tables: Tables, vocab: Sequence[str], data: dict, size: ModelSize,
     config: PretrainConfig, *, mask_id: int, num_special: int, generator_fraction: float = 0.25,
     model: torch.nn.Module | None = None, progress: bool | None = False, checkpoint_dir=None,
+    base: str = SCRATCH,
 ) -> ArmResult:
-    """Pretrain one arm (from `model`, else a fresh one seeded by config.seed), logging its false negatives."""
+    """Pretrain one arm (from `model`, else a new one from `base` seeded by config.seed), logging
+    its false negatives."""
     config = for_objective(config, arm.objective)
     if model is None:
-        model = build_model(arm.objective, size, generator_fraction, config.seed)
+        model = build_model(arm.objective, size, generator_fraction, config.seed, base)
     monitor = NegativesMonitor(arm, tables.correction, vocab, log_every=config.log_every).attach(model)
     try:
         history = pretrain(model, data, config, mask_id=mask_id, num_special=num_special,
@@ -799,12 +836,14 @@ def run_arms(
     source: str, mask_id: int, num_special: int, generator_fraction: float, data_key: dict,
     warm_start_steps: int = 0, warm_start_seed: int = 0, pooling: str = "mean",
     checkpoint_dir: Path | None = None, log: Callable[[str], Any] | None = print,
+    base: str = SCRATCH,
 ) -> ArmRuns:
     """Pretrain every arm with seed config.seed, fine-tune it on every task and seed, then `scratch`.
 
     `tables`: source -> Tables, for `source` (the run's) and every arm's own; `data_key`
     identifies `data` in the warm start's cache key. With config.checkpoint_every, each arm
-    checkpoints in a subfolder of `checkpoint_dir`. Everything is checked before training.
+    checkpoints in a subfolder of `checkpoint_dir`. Every arm starts from `base` (its encoder);
+    `scratch` is always the same encoder randomly initialised. Everything is checked before training.
     """
     check_lists(arms=[a.name for a in arms], tasks=[t.name for t in tasks],
                 finetune_seeds=[ft.seed for ft in finetune_configs])
@@ -819,13 +858,14 @@ def run_arms(
         if warm_start_steps:
             start = warm_start(arm.objective, size, generator_fraction, data, config,
                                steps=warm_start_steps, seed=warm_start_seed, mask_id=mask_id,
-                               num_special=num_special, data_key=data_key)
+                               num_special=num_special, data_key=data_key, base=base)
         folder = None
         if checkpoint_dir is not None and config.checkpoint_every:
             folder = Path(checkpoint_dir) / arm.name.replace("/", "_")
         result = pretrain_arm(arm, tables[arm.source or source], vocab, data, size, config,
                               mask_id=mask_id, num_special=num_special,
-                              generator_fraction=generator_fraction, model=start, checkpoint_dir=folder)
+                              generator_fraction=generator_fraction, model=start, checkpoint_dir=folder,
+                              base=base)
         training += history_rows(result, seed)
         arm_rows.append({"arm": arm.name, "objective": arm.objective, "method": arm.method,
                          "pretrain_seed": seed, "step_ms": result.step_ms,
