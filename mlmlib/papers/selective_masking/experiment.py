@@ -366,14 +366,9 @@ def few_label_indices(labels: torch.Tensor, size: int, seed: int) -> torch.Tenso
 def classifier_from(mlm_model, num_labels: int, seed: int, *, pretrained: bool = True,
                     pooling: str = "mean"):
     """A BERT classifier of the masked LM's size; its encoder copied from it unless `pretrained=False`."""
-    from mlmlib.models import ModelSize, bert_classifier
+    from mlmlib.models import bert_classifier, size_of
 
-    c = mlm_model.config
-    size = ModelSize(vocab_size=c.vocab_size, hidden=c.hidden_size, layers=c.num_hidden_layers,
-                     heads=c.num_attention_heads, intermediate=c.intermediate_size,
-                     max_len=c.max_position_embeddings, dropout=c.hidden_dropout_prob,
-                     pad_id=c.pad_token_id or 0)
-    return bert_classifier(size, num_labels, from_encoder=mlm_model if pretrained else None,
+    return bert_classifier(size_of(mlm_model.config), num_labels, from_encoder=mlm_model if pretrained else None,
                            seed=seed, pooling=pooling)
 
 
