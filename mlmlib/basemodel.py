@@ -87,6 +87,15 @@ def pretrained_base(config: BaseModelConfig, progress: bool | None = None):
 
 
 @torch.no_grad()
+def classifier_size(name: str, mlm) -> ModelSize | str:
+    """What a classifier on the base `name` is built from: the base's own geometry (its encoder is
+    then copied from `mlm`) for the bases built or shipped here, the hub name otherwise (the
+    classifier loads it, pooler included)."""
+    from mlmlib.models import size_of
+
+    return size_of(mlm.config) if name in (EMBEDDED, minilm.NAME) else name
+
+
 def masked_predictions(model, tokenizer, texts: list[str], *, max_length: int = 64,
                        mask_rate: float = 0.15, seed: int = 0, batch_size: int = 64):
     """Mask word pieces of texts (each by [MASK]) and predict them.

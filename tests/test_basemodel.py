@@ -54,3 +54,16 @@ def test_masked_predictions_refuse_a_rate_out_of_range(tokenizer):
 def test_most_frequent_piece_ignores_special_tokens(tokenizer):
     piece = basemodel.most_frequent_piece(tokenizer, ["the cat", "the dog", "a cat the"])
     assert tokenizer.convert_ids_to_tokens(piece) == "the"
+
+
+def test_a_classifier_copies_a_base_built_or_shipped_here_and_loads_a_hub_base_by_name():
+    from mlmlib.models import ModelSize, bert_classifier, bert_mlm
+
+    size = ModelSize(vocab_size=40, hidden=16, layers=1, heads=2, max_len=24)
+    mlm = bert_mlm(size, seed=0)
+    for name in (basemodel.EMBEDDED, "minilm-l6"):  # neither is a hub name: never looked up online
+        assert basemodel.classifier_size(name, mlm) == size
+    assert basemodel.classifier_size("bert-base-uncased", mlm) == "bert-base-uncased"
+    clf = bert_classifier(basemodel.classifier_size("minilm-l6", mlm), 2, from_encoder=mlm, seed=0)
+    assert torch.equal(clf.bert.encoder.layer[0].output.dense.weight,
+                       mlm.bert.encoder.layer[0].output.dense.weight)
