@@ -392,3 +392,14 @@ def test_the_record_names_the_gpu_the_run_sees_without_importing_torch(tmp_path,
     code = "import sys; from mlmlib.runs import runner; runner.device_info(); print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_reader_that_stops_early_gets_no_traceback():
+    """`python -m mlmlib run --dry-run | head`: the closed pipe ends the listing quietly."""
+    proc = subprocess.Popen([sys.executable, "-m", "mlmlib", "run", "--profile", "paper", "--dry-run"],
+                            cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the first line is written
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
