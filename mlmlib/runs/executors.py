@@ -249,7 +249,7 @@ def run_with_executor(plan: Plan, options: Options, force: bool = False, log=pri
                 free.remove(slot)
             flights[i], state[i] = Flight(i, None, slot, info), "running"
             log(f"[{i + 1}/{n}] adopt {names[i]}: job {info['job_id']} ({info['executor']}) still runs")
-    expected = {i: runner.last_wall_time(plan, plan.runs[i]) or 0.0 for i in range(n)}
+    chain = chain_times(plan, [runner.last_wall_time(plan, r) for r in plan.runs])
     last_beat = time.time()
     while any(s in ("pending", "running") for s in state):
         for i, flight in list(flights.items()):
@@ -276,7 +276,7 @@ def run_with_executor(plan: Plan, options: Options, force: bool = False, log=pri
                 log(f"[{i + 1}/{n}] FAIL {names[i]}: {report.failed[names[i]]}")
         ready = sorted((i for i, s in enumerate(state) if s == "pending"
                         and all(state[j] not in ("pending", "running") for j in plan.prerequisites(i))),
-                       key=lambda i: (-expected[i], i))  # longest first: the batch ends sooner
+                       key=lambda i: (-chain[i], i))  # the longest chain first: the batch ends sooner
         for i in ready:  # a run that measures time runs alone (local), with the same threads:
             # two threads of one run stall whenever another process takes a core (B2 at
             # ELECTRA-small size, alone with 2 threads beside `yes`: 3x its quiet time)
@@ -297,6 +297,25 @@ def run_with_executor(plan: Plan, options: Options, force: bool = False, log=pri
         if flights:  # SLURM is asked about each job at most every 10 s
             time.sleep(max(options.poll_s, 10.0) if options.executor == "slurm" else options.poll_s)
     return report
+
+
+def chain_times(plan: Plan, last: list[float | None]) -> list[float]:
+    """For each run, its expected seconds plus the longest chain of runs that wait on it.
+
+    Started in this order (critical path first), the runs a batch must do one after another
+    begin early: in smoke, A2's one minute gates A3's nine, and ordering by a run's own time
+    left A2 behind C2's seeds and A3 alone on one core at the end. A run never timed counts
+    as its timeout (an upper bound, in the same proportion across notebooks).
+    """
+    own = [t if t is not None else float(run.timeout) for t, run in zip(last, plan.runs)]
+    waiting: list[list[int]] = [[] for _ in plan.runs]
+    for j in range(len(plan.runs)):
+        for i in plan.prerequisites(j):
+            waiting[i].append(j)
+    chain = [0.0] * len(plan.runs)
+    for i in reversed(range(len(plan.runs))):  # a run waits only on runs above it
+        chain[i] = own[i] + max((chain[j] for j in waiting[i]), default=0.0)
+    return chain
 
 
 def _initial_state(plan: Plan, versions: dict[str, str], force: bool) -> list[str]:
