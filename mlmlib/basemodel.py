@@ -17,7 +17,7 @@ import torch
 from mlmlib import cache, minilm
 from mlmlib.models import ModelSize, bert_mlm, load_model, save_model, saved_files
 from mlmlib.pretrain import PretrainConfig, masked_lm_logits, pretrain
-from mlmlib.tokenize import encode, load_tokenizer
+from mlmlib.tokenize import encode, first_word_id, load_tokenizer
 
 EMBEDDED = "embedded"
 
@@ -74,7 +74,7 @@ def pretrained_base(config: BaseModelConfig, progress: bool | None = None):
             PretrainConfig(steps=config.steps, batch_size=config.batch_size, lr=config.lr,
                            mask_rate=config.mask_rate, seed=config.seed,
                            log_every=max(1, config.steps // 20)),
-            mask_id=tokenizer.mask_token_id, num_special=len(tokenizer.all_special_ids),
+            mask_id=tokenizer.mask_token_id, num_special=first_word_id(tokenizer),
             progress=progress,
         )
         save_model(model, folder / "model")

