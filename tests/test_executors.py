@@ -172,22 +172,28 @@ notebooks:
     needs: [gate]
     grid: {x: [3]}
     timeout: 200
+  - notebook: work
+    alone: true
+    grid: {x: [4]}
+    timeout: 5
 """
 
 
 def test_the_run_that_gates_the_longest_chain_starts_first(project, tmp_path):
-    """A short run that a long one waits for goes before a longer run that nothing waits for."""
+    """A short run that a long one waits for goes before a longer run that nothing waits for; a
+    run that must run alone goes first, before anything is in flight."""
     (project / "notebooks" / "gate.ipynb").write_bytes((project / "notebooks" / "work.ipynb").read_bytes())
     (project / "notebooks" / "plans" / "c.yaml").write_text(CHAIN)
     plan = load_plan("c")
-    assert executors.chain_times(plan, [None, None, None]) == [100.0, 210.0, 200.0]  # timeouts
-    assert executors.chain_times(plan, [50.0, 5.0, 30.0]) == [50.0, 35.0, 30.0]  # last wall times
-    assert executors.chain_times(plan, [50.0, None, 30.0]) == [50.0, 40.0, 30.0]
+    assert executors.chain_times(plan, [None] * 4) == [100.0, 210.0, 200.0, 5.0]  # timeouts
+    assert executors.chain_times(plan, [50.0, 5.0, 30.0, 1.0]) == [50.0, 35.0, 30.0, 1.0]  # last times
+    assert executors.chain_times(plan, [50.0, None, 30.0, 1.0]) == [50.0, 40.0, 30.0, 1.0]
     executor = submitit.DebugExecutor(folder=tmp_path / "debug")  # one slot: runs in start order
     report = run_with_executor(plan, Options(executor="local", poll_s=0.05), executor=executor,
                                log=lambda _: None)
     assert report.ok, report
-    assert [a["x"] for a in _trace(project)] == [2, 3, 1]  # gate, what waits on it, then work
+    # the run that runs alone while nothing is in flight, then gate, what waits on it, and work
+    assert [a["x"] for a in _trace(project)] == [4, 2, 3, 1]
 
 
 def test_a_requeued_job_resumes_and_leaves_one_record(project):

@@ -276,7 +276,9 @@ def run_with_executor(plan: Plan, options: Options, force: bool = False, log=pri
                 log(f"[{i + 1}/{n}] FAIL {names[i]}: {report.failed[names[i]]}")
         ready = sorted((i for i, s in enumerate(state) if s == "pending"
                         and all(state[j] not in ("pending", "running") for j in plan.prerequisites(i))),
-                       key=lambda i: (-chain[i], i))  # the longest chain first: the batch ends sooner
+                       key=lambda i: (not plan.runs[i].alone, -chain[i], i))
+        # a run that runs alone goes first while nothing is in flight (at the start, mostly): later
+        # it would wait for both slots to drain; then the longest chain first, so the batch ends sooner
         for i in ready:  # a run that measures time runs alone (local), with the same threads:
             # two threads of one run stall whenever another process takes a core (B2 at
             # ELECTRA-small size, alone with 2 threads beside `yes`: 3x its quiet time)
