@@ -63,7 +63,10 @@ def _base_params(run) -> dict:
     return {k: run.params.get(k, v) for k, v in defaults.items() if k.startswith("base_")}
 
 
-@pytest.mark.parametrize("profile", available_profiles())
+REHEARSED = [f"{p.stem}-rehearsal" for p in sorted((ROOT / "notebooks" / "plans" / "rehearse").glob("*.yaml"))]
+
+
+@pytest.mark.parametrize("profile", available_profiles() + REHEARSED)
 def test_runs_that_need_the_base_use_the_base_built_before_them(profile):
     """A5, C1 and C2 load the base that the base_model run built (with other base_* values they
     would build their own beside it, and runs side by side would wait on its cache lock)."""

@@ -17,9 +17,10 @@ from mlmlib.runs.plans import PlanError, load_plan
 NETGUARD = Path(__file__).parent / "netguard"
 
 
-def test_the_rehearsal_is_the_paper_plan_with_numbers_shrunk():
-    paper, rehearsal = load_plan("paper"), load_plan("paper-rehearsal")
-    assert rehearsal.profile == "paper-rehearsal"
+@pytest.mark.parametrize("profile", ["paper", "cpu"])
+def test_the_rehearsal_is_the_plan_with_numbers_shrunk(profile):
+    paper, rehearsal = load_plan(profile), load_plan(f"{profile}-rehearsal")
+    assert rehearsal.profile == f"{profile}-rehearsal"
     assert {r.notebook for r in rehearsal.runs} == {r.notebook for r in paper.runs}
     by_name = {(r.notebook, r.slug): r for r in paper.runs}
     for run in rehearsal.runs:
@@ -27,7 +28,7 @@ def test_the_rehearsal_is_the_paper_plan_with_numbers_shrunk():
         assert run.grid_keys == planned.grid_keys
         for key, value in planned.params.items():
             if key == "profile":
-                assert run.params[key] == "paper-rehearsal"  # summaries read the rehearsal's records
+                assert run.params[key] == rehearsal.profile  # summaries read the rehearsal's records
             elif not (isinstance(value, (int, float)) and not isinstance(value, bool)) and not (
                     isinstance(value, list) and all(isinstance(v, (int, float)) for v in value)):
                 assert run.params[key] == value, (run.notebook, key)  # names, kinds, flags: unchanged
@@ -81,27 +82,46 @@ def test_a_profile_without_rehearsal_sizes_says_which_have_them(overlay):
         load_plan("smoke-rehearsal")
 
 
-@pytest.mark.slow
-def test_the_whole_paper_plan_rehearses_offline(tmp_path):
-    """`run --profile paper --rehearse`: every run of the plan finishes, and no process of it
-    (runner, jobs, kernels) reached the network: each armed the guard, none was refused."""
+def _rehearse_offline(profile: str, tmp_path: Path, timeout: int) -> dict[str, dict]:
+    """`run --profile <profile> --rehearse`: every run of the plan finishes, and no process of it
+    (runner, jobs, kernels) reached the network: each armed the guard, none was refused.
+    Returns the records by notebook/slug."""
     guard_log = tmp_path / "netguard.log"
     env = {**os.environ, "MLMLIB_WORK": str(tmp_path / "work"), "MLMLIB_NETGUARD_LOG": str(guard_log),
            "PYTHONPATH": os.pathsep.join([str(NETGUARD), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     env.pop("MLMLIB_HUB_MIRROR", None)
-    done = subprocess.run([sys.executable, "-m", "mlmlib", "run", "--profile", "paper", "--rehearse", "--force",
+    done = subprocess.run([sys.executable, "-m", "mlmlib", "run", "--profile", profile, "--rehearse", "--force",
                            "--executor", "local", "--max-parallel", "2"],
-                          cwd=project_root(), env=env, capture_output=True, text=True, timeout=1500, check=False)
+                          cwd=project_root(), env=env, capture_output=True, text=True, timeout=timeout, check=False)
     out = done.stdout + done.stderr
-    plan = load_plan("paper-rehearsal")
+    plan = load_plan(f"{profile}-rehearsal")
     assert done.returncode == 0, out[-6000:]
     assert f"{len(plan.runs)} ran, 0 skipped, 0 failed" in out, out[-3000:]
+    records = {}
     for run in plan.runs:
-        record = json.loads((project_root() / "book" / "runs" / "paper-rehearsal" / run.notebook
+        record = json.loads((project_root() / "book" / "runs" / plan.profile / run.notebook
                              / f"{run.slug}.json").read_text())
-        assert record["profile"] == "paper-rehearsal"
+        assert record["profile"] == plan.profile
+        records[f"{run.notebook}/{run.slug}"] = record
     lines = guard_log.read_text().splitlines()
     armed = [ln for ln in lines if ln.startswith("armed")]
     refused = [ln for ln in lines if ln.startswith("refused")]
     assert not refused, refused
     assert len(armed) >= len(plan.runs), "each run's kernel loads the guard"
+    return records
+
+
+@pytest.mark.slow
+def test_the_whole_paper_plan_rehearses_offline(tmp_path):
+    _rehearse_offline("paper", tmp_path, timeout=1500)
+
+
+@pytest.mark.slow
+def test_the_whole_cpu_plan_rehearses_offline(tmp_path):
+    """Every entry of the cpu plan at tiny size, the MiniLM base of A5, C1 and C2 and the A3
+    entries that fine-tune pretraining seeds 1-4 included (no other test runs them: an A5 that
+    looked the shipped base up on the hub once reached the cpu batch)."""
+    records = _rehearse_offline("cpu", tmp_path, timeout=1200)
+    assert records["base_model/run"]["params"]["base_model"] == "minilm-l6"
+    a3 = [r for name, r in records.items() if name.startswith("A3_synthetic_finetune/")]
+    assert sorted(r["params"]["pretrain_seed"] for r in a3) == [0, 1, 2, 3, 4]
