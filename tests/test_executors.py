@@ -217,7 +217,7 @@ def test_a_restarted_driver_adopts_live_jobs_and_submits_nothing_twice(project):
     first = _cli(project, "--profile", "q", "--executor", "local", "--max-parallel", "2")
     jobs = project / "book" / "runs" / "q" / executors.JOBS
     deadline = time.time() + 120
-    while len(list(jobs.glob("work__*.json"))) < 2 and time.time() < deadline:
+    while len(list(jobs.glob("work__x-[123].json"))) < 2 and time.time() < deadline:  # x-4 runs alone, first
         time.sleep(0.2)
     first.send_signal(signal.SIGKILL)  # the driver dies; its two local jobs go on
     first.wait()

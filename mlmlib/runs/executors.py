@@ -307,7 +307,8 @@ def chain_times(plan: Plan, last: list[float | None]) -> list[float]:
     Started in this order (critical path first), the runs a batch must do one after another
     begin early: in smoke, A2's one minute gates A3's nine, and ordering by a run's own time
     left A2 behind C2's seeds and A3 alone on one core at the end. A run never timed counts
-    as its timeout (an upper bound, in the same proportion across notebooks).
+    as its timeout: an upper bound whose ratio to the real time differs between notebooks, so
+    a first batch (no records yet) is ordered roughly, later ones by measured times.
     """
     own = [t if t is not None else float(run.timeout) for t, run in zip(last, plan.runs)]
     waiting: list[list[int]] = [[] for _ in plan.runs]
