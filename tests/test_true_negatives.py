@@ -540,3 +540,64 @@ def test_an_arm_trains_on_packed_text_with_bert_base_uncaseds_vocabulary(tmp_pat
                              mask_id=tok.mask_token_id, num_special=len(tok.all_special_ids),
                              generator_fraction=0.5, model=None)
     assert [r["step"] for r in result.history] == [1, 2]
+
+
+def test_timing_schedule_shuffles_each_repetition_and_closes_the_last_step():
+    arms = ["electra/plain", "electra/shield", "electra/sr-word"]
+    plan = tn.timing_schedule(arms, reps=4, steps=2, warmup=3, seed=0)
+    assert len(plan) == 3 + 4 * 3 * 2 + 1
+    assert plan[:3] == [(-1, "electra/plain")] * 3 and plan[-1][0] == -1
+    timed = plan[3:-1]
+    orders = []
+    for rep in range(4):
+        part = [name for r, name in timed if r == rep]
+        assert sorted(part) == sorted(arms * 2)
+        assert all(part[i] == part[i + 1] for i in range(0, 6, 2))  # consecutive steps per arm
+        orders.append(tuple(part[::2]))
+    assert len(set(orders)) > 1  # not one fixed order
+    assert plan == tn.timing_schedule(arms, reps=4, steps=2, warmup=3, seed=0)
+    with pytest.raises(ValueError, match="reps and steps"):
+        tn.timing_schedule(arms, reps=0, steps=2, warmup=0, seed=0)
+
+
+def test_round_robin_timer_hands_each_step_to_its_arm_and_times_it(monkeypatch):
+    clock = iter([0.0, 1.0, 3.0, 6.0])
+    monkeypatch.setattr(tn.time, "perf_counter", lambda: next(clock))
+    seen = []
+    hooks = {"plain": None, "shield": lambda step: seen.append(step.step) or "out"}
+    timer = tn.RoundRobinTimer(hooks, ["plain", "shield", "shield", "plain"])
+    step = type("Step", (), {"input_ids": torch.zeros(1, dtype=torch.long)})
+    outs = []
+    for s in range(1, 5):
+        step.step = s
+        outs.append(timer(step))
+    assert outs == [None, "out", "out", None] and seen == [2, 3]
+    # a step lasts from its hook call to the next one's; the last step has no end yet
+    assert timer.times == [(1, "plain", 1.0), (2, "shield", 2.0), (3, "shield", 3.0)]
+    step.step = 5
+    with pytest.raises(ValueError, match="past the schedule"):
+        timer(step)
+    with pytest.raises(ValueError, match="without a hook entry"):
+        tn.RoundRobinTimer(hooks, ["plain", "relabel"])
+
+
+def test_step_overhead_times_every_arm_in_every_repetition_of_one_loop():
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(len(SPECIALS), len(VOCAB) - 2, (16, 12), generator=gen)
+    data = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    tables = tn.Tables(all_pairs(), SynonymTable({}), "test")
+    config = PretrainConfig(steps=2, batch_size=8, seed=0)
+    arms = {"electra/plain": None, "electra/shield": SHIELD,
+            "electra/sr-word": tn.ArmConfig("electra", "sr-word")}
+    rows = tn.measure_step_overhead(arms, tables, VOCAB, data, SIZE, config, mask_id=MASK,
+                                    num_special=len(SPECIALS), generator_fraction=0.5, reps=3,
+                                    warmup=1)
+    assert sorted((r["rep"], r["arm"]) for r in rows) == sorted(
+        (rep, arm) for rep in range(3) for arm in arms)
+    assert all(r["step_ms"] > 0 for r in rows)
+    table = {r["arm"]: r for r in tn.overhead_table(rows, "electra/plain")}
+    assert table["electra/plain"]["overhead"] == 0 and table["electra/shield"]["reps"] == 3
+    with pytest.raises(ValueError, match="one objective"):
+        tn.measure_step_overhead({"electra/shield": SHIELD, "mlm/shield": tn.ArmConfig("mlm", "shield")},
+                                 tables, VOCAB, data, SIZE, config, mask_id=MASK,
+                                 num_special=len(SPECIALS))

@@ -10,7 +10,8 @@ module runs the experiment around it:
 - `pretrain_arm`: pretrain one arm ("electra/shield", "mlm/none", ...) with those statistics.
 - `synonym_test_set`, `prepare_task`, `finetune_and_test`: downstream accuracy and robustness
   to held-out synonym substitutions, for classification tasks and SQuAD (`QATaskData`).
-- `measure_step_overhead`: interleaved timing of the correction methods against plain training.
+- `measure_step_overhead`: the correction methods' step time against plain training, the arms
+  taking turns step by step in one training loop (`RoundRobinTimer`).
 - `check_parameters`, `run_arms`: B1's arm x task x fine-tuning loop for one pretraining seed.
 
 Reconstructed choices (the paper body was not available) are parameters and marked as such.
@@ -22,6 +23,7 @@ import contextlib
 import dataclasses
 import io
 import re
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -890,39 +892,97 @@ def run_arms(
 # --------------------------------------------------------------------------- cost
 
 
+class RoundRobinTimer:
+    """Step hook for timing: hands each training step to one arm's hook and times the step.
+
+    The schedule lists one arm name per step. A step's time runs from this hook's call in that
+    step to its call in the next one: the rest of the step (losses, backward pass, optimizer)
+    and the next batch with its generator forward pass, which every arm pays alike. None in
+    `hooks` is a step whose hook does nothing (the training loop then runs as without a hook;
+    for MLM it still takes the argmax over the vocabulary at masked positions, a hook's input).
+    """
+
+    def __init__(self, hooks: dict[str, Callable[[Any], Any] | None], schedule: Sequence[str]) -> None:
+        unknown = sorted(set(schedule) - set(hooks))
+        if unknown:
+            raise ValueError(f"schedule names arms without a hook entry: {unknown}; arms: {list(hooks)}")
+        self.hooks = hooks
+        self.schedule = list(schedule)
+        self.times: list[tuple[int, str, float]] = []  # (step, arm, seconds), in step order
+        self._last: tuple[int, str, float] | None = None
+
+    def __call__(self, step: MaskedStep):
+        """Close the previous step's time, then run this step's arm."""
+        if step.step > len(self.schedule):
+            raise ValueError(f"step {step.step} is past the schedule's {len(self.schedule)} steps")
+        if step.input_ids.is_cuda:  # the loop does not wait for the GPU: the clock must
+            torch.cuda.synchronize(step.input_ids.device)
+        now = time.perf_counter()
+        if self._last is not None:
+            last_step, name, start = self._last
+            self.times.append((last_step, name, now - start))
+        name = self.schedule[step.step - 1]
+        self._last = (step.step, name, now)
+        hook = self.hooks[name]
+        return None if hook is None else hook(step)
+
+
+def timing_schedule(arms: Sequence[str], reps: int, steps: int, warmup: int, seed: int) -> list[tuple[int, str]]:
+    """(repetition, arm) per training step: `warmup` untimed steps (repetition -1, the first arm),
+    then per repetition every arm for `steps` consecutive steps, in an order shuffled per
+    repetition (seeded), and one closing step (repetition -1) that ends the last timed step."""
+    if reps < 1 or steps < 1 or warmup < 0:
+        raise ValueError(f"reps and steps must be >= 1 and warmup >= 0, got {reps}, {steps}, {warmup}")
+    rng = np.random.default_rng(seed)
+    plan = [(-1, arms[0])] * warmup
+    for rep in range(reps):
+        plan += [(rep, arms[i]) for i in rng.permutation(len(arms)) for _ in range(steps)]
+    return plan + [(-1, arms[0])]
+
+
 def measure_step_overhead(
     arms: dict[str, ArmConfig | None], tables: Tables, vocab: Sequence[str], data: dict,
     size: ModelSize, config: PretrainConfig, *, mask_id: int, num_special: int,
     generator_fraction: float = 0.25, reps: int = 3, warmup: int = 2,
 ) -> list[dict]:
-    """Median step time of each arm (None: no hook at all), repetitions interleaved across arms.
+    """Median step time of each arm (None: a step without correction), per repetition.
 
-    Every repetition runs each arm for `config.steps` steps from the same fresh model, in an
-    order rotated per repetition, so a background load hits all arms alike.
+    The arms share one model and one training loop, and take turns step by step: each
+    repetition runs every arm for `config.steps` consecutive steps, in a shuffled order, so
+    the slow drifts of a shared machine (measured: 10-20% between runs a minute apart) hit
+    every arm of a repetition alike, and the paired overhead per repetition cancels them.
+    Why not one run per arm: that paired runs seconds apart, and their medians moved by more
+    than the 5% the cost claim is about. The shared weights see every arm's corrections;
+    a step's cost does not depend on them.
     """
-    if reps < 1 or config.steps <= warmup:
-        raise ValueError(f"reps must be >= 1 and config.steps > warmup ({warmup}), got {reps}, {config.steps}")
+    if reps < 1 or config.steps < 1 or warmup < 0:
+        raise ValueError(f"reps and config.steps must be >= 1 and warmup >= 0, got {reps}, "
+                         f"{config.steps}, {warmup}")
+    objectives = {arm.objective for arm in arms.values() if arm is not None}
+    if len(objectives) > 1:
+        raise ValueError(f"arms of one objective are timed together, got {sorted(objectives)}")
+    objective = objectives.pop() if objectives else config.objective
     names = list(arms)
-    rows = []
-    for rep in range(reps):
-        for name in names[rep % len(names):] + names[:rep % len(names)]:
-            arm = arms[name]
-            objective = arm.objective if arm is not None else config.objective
-            cfg = for_objective(config, objective, log_every=1)
-            model = build_model(objective, size, generator_fraction, config.seed)
-            hook: Callable[[Any], Any] | None = None
-            monitor = None
-            if arm is not None:
-                monitor = NegativesMonitor(arm, tables.correction, vocab, top_pairs=0).attach(model)
-                hook = monitor
-            with contextlib.redirect_stdout(io.StringIO()):
-                history = pretrain(model, data, cfg, mask_id=mask_id, num_special=num_special,
-                                   hook=hook, progress=False)
-            if monitor is not None:
-                monitor.detach()
-            walls = np.diff([0.0] + [r["wall_s"] for r in history])[warmup:]
-            rows.append({"arm": name, "rep": rep, "step_ms": 1000.0 * float(np.median(walls))})
-    return rows
+    plan = timing_schedule(names, reps, config.steps, warmup, config.seed)
+    model = build_model(objective, size, generator_fraction, config.seed)
+    monitors = {name: NegativesMonitor(arm, tables.correction, vocab, top_pairs=0).attach(model)
+                for name, arm in arms.items() if arm is not None}
+    timer = RoundRobinTimer({name: monitors.get(name) for name in names}, [name for _, name in plan])
+    cfg = for_objective(config, objective, steps=len(plan), log_every=len(plan))
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            pretrain(model, data, cfg, mask_id=mask_id, num_special=num_special, hook=timer,
+                     progress=False)
+    finally:
+        for monitor in monitors.values():
+            monitor.detach()
+    per_rep: dict[tuple[int, str], list[float]] = {}
+    for step, name, seconds in timer.times:
+        rep = plan[step - 1][0]
+        if rep >= 0:
+            per_rep.setdefault((rep, name), []).append(seconds)
+    return [{"arm": name, "rep": rep, "step_ms": 1000.0 * float(np.median(walls))}
+            for (rep, name), walls in sorted(per_rep.items())]
 
 
 def overhead_table(rows: list[dict], reference: str) -> list[dict]:
