@@ -309,6 +309,21 @@ def test_an_arm_on_word2vec_neighbours_is_compared_with_the_same_correction_on_w
         == stats.REPRODUCED
 
 
+def test_an_arm_on_wordnet_beside_a_neighbour_default_table_is_the_wordnet_side():
+    # the cpu plan: default table GloVe's neighbours, one arm on WordNet
+    on_wordnet = "electra/shield@wordnet"
+    glove = downstream([0.01, 0.01, 0.02], arm="electra/shield")
+    wordnet = downstream([0.05, 0.06, 0.07], arm=on_wordnet)
+    table = claims.downstream_claims(pd.concat([glove, wordnet[wordnet["arm"] == on_wordnet]]),
+                                     PRIORS, delta=0.01)
+    (row,) = table[table["claim"] == claims.SOURCE_CLAIM].to_dict("records")
+    assert row["effect"] == f"test_accuracy: {on_wordnet} - electra/shield"
+    assert row["difference"] == pytest.approx(0.0467, abs=1e-3) and row["verdict"] == stats.REPRODUCED
+    assert claims.on_wordnet("mlm/shield@nltk-wordnet") and not claims.on_wordnet("electra/shield@glove-6b-50d")
+    from mlmlib.papers.true_negatives.experiment import SYNONYM_SOURCES
+    assert set(claims.WORDNET_SOURCES) == set(SYNONYM_SOURCES)
+
+
 def test_benchmark_table_scores_each_task_by_its_glue_metric_and_averages_glue():
     rows = []
     for seed, (cola, mrpc, sst2) in enumerate([(0.40, 0.80, 0.90), (0.50, 0.90, 0.80)]):

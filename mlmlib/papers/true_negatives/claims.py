@@ -33,9 +33,13 @@ TARGETS = {HC_CLAIM: 0.05, SR_CLAIM: 0.15}
 # Its body was not readable, so the direction is reconstructed: WordNet's curated synonyms are
 # expected to beat word2vec's nearest neighbours (which also hold antonyms and related words).
 # An arm 'electra/shield@word2vec-google-news-300' is compared with 'electra/shield', the same
-# correction on B1's default table (`source`, WordNet in every plan).
+# correction on B1's default table (`source`: WordNet in the paper plan); an arm
+# 'electra/shield@wordnet' with the same correction on a neighbour table (the cpu plan's GloVe).
 SOURCE_CLAIM = "WordNet's table beats word2vec's neighbours"
 SOURCE_DIRECTION = "greater"
+# WordNet's sources (mlmlib.papers.true_negatives.experiment.SYNONYM_SOURCES; not imported: the
+# claims need no training code).
+WORDNET_SOURCES = ("wordnet", "nltk-wordnet")
 CLAIMS = (*DOWNSTREAM_CLAIMS, SOURCE_CLAIM, HC_CLAIM, SR_CLAIM)
 # Equivalence margin of a downstream difference (reconstructed: one accuracy point).
 DELTA = 0.01
@@ -150,8 +154,11 @@ def _pairs(downstream: pd.DataFrame):
 
 
 def _source_pairs(downstream: pd.DataFrame):
-    """(objective, arm on another table, task, the default table's rows, the arm's rows) on the
-    pretraining seeds both ran: 'electra/shield' against 'electra/shield@word2vec-...'."""
+    """(objective, arm on another table, task, WordNet's rows, the neighbours' rows) on the
+    pretraining seeds both ran. An arm on a vector table ('electra/shield@word2vec-...') is
+    compared with the same correction on the default table, taken to be WordNet's (as in the
+    paper plan); an arm on WordNet ('electra/shield@wordnet') with the same correction on the
+    default table, then a neighbour table (the cpu plan's GloVe)."""
     if not len(downstream):
         return
     scores = per_seed(downstream)
@@ -161,7 +168,19 @@ def _source_pairs(downstream: pd.DataFrame):
             rows = part[part["arm"] == arm].set_index("pretrain_seed")
             seeds = sorted(set(rows.index) & set(default.index))
             if seeds:
-                yield objective, arm, task, default.loc[seeds], rows.loc[seeds]
+                wordnet, other = (rows, default) if on_wordnet(arm) else (default, rows)
+                yield objective, arm, task, wordnet.loc[seeds], other.loc[seeds]
+
+
+def on_wordnet(arm: str) -> bool:
+    """Whether an arm names WordNet's table ('electra/shield@wordnet')."""
+    return arm.partition("@")[2] in WORDNET_SOURCES
+
+
+def source_effect(arm: str) -> str:
+    """SOURCE_CLAIM's difference in words: the WordNet side minus the neighbours' side."""
+    default = arm.split("@")[0]
+    return f"{arm} - {default}" if on_wordnet(arm) else f"{default} - {arm}"
 
 
 def _claim_row(claim: str, col: str, direction: str, objective: str, arm: str, task: str,
@@ -194,7 +213,7 @@ def downstream_claims(downstream: pd.DataFrame, priors: dict[str, float],
             for objective, arm, task, a, b in _pairs(downstream)
             for claim, (col, direction) in DOWNSTREAM_CLAIMS.items()]
     rows += [_claim_row(SOURCE_CLAIM, "test_accuracy", SOURCE_DIRECTION, objective, arm, task, wordnet,
-                        other, priors, delta, effect=f"{arm.split('@')[0]} - {arm}")
+                        other, priors, delta, effect=source_effect(arm))
              for objective, arm, task, wordnet, other in _source_pairs(downstream)]
     return pd.DataFrame(rows)
 
@@ -319,7 +338,8 @@ def scorecard(downstream: pd.DataFrame, overhead: pd.DataFrame, delta: float = D
             rows.append(_card(f"{claim[0].upper()}{claim[1:]}: {r['arm']}, {r['task']}", effect, r["seeds"],
                               delta, r["verdict"], why=why))
         if not len(part):
-            missing = ("no arm on another lookup table (an arm like 'electra/shield@word2vec-google-news-300')"
+            missing = ("no arm on another lookup table (an arm like 'electra/shield@word2vec-google-news-300', "
+                       "or 'electra/shield@wordnet' beside a neighbour table)"
                        if claim == SOURCE_CLAIM else "no corrected arm was compared with its baseline")
             rows.append(_card(f"{claim[0].upper()}{claim[1:]}", f"not measured: {missing}", 0, delta,
                               stats.NOT_RESOLVED))
