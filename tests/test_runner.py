@@ -403,3 +403,22 @@ def test_a_reader_that_stops_early_gets_no_traceback():
     stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 1
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+
+
+def test_git_sha_is_dirty_for_changed_code_not_for_changed_run_outputs(tmp_path, monkeypatch):
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    (tmp_path / "book" / "runs" / "cpu").mkdir(parents=True)
+    (tmp_path / "code.py").write_text("x = 1\n")
+    (tmp_path / "book" / "runs" / "cpu" / "run.json").write_text("{}\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "first")
+    monkeypatch.setenv("MLMLIB_ROOT", str(tmp_path))
+    clean = runner.git_sha()
+    assert len(clean) == 40
+    (tmp_path / "book" / "runs" / "cpu" / "run.json").write_text('{"metrics": {}}\n')
+    assert runner.git_sha() == clean  # a batch rewriting committed records stays clean
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert runner.git_sha() == clean + "-dirty"

@@ -454,12 +454,15 @@ def _error_text(exc: BaseException) -> str:
 
 
 def git_sha() -> str:
-    """The checkout's commit (with '-dirty' when it has changes), or 'unknown'."""
+    """The checkout's commit (with '-dirty' when a tracked file other than a run's output has
+    changes), or 'unknown'. The outputs under book/runs/ do not count: a batch of a profile whose
+    records are committed rewrites them, and would otherwise call its own later runs dirty."""
     try:
         root = project_root()
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)book/runs"], cwd=root,
                                capture_output=True, text=True, check=False).stdout.strip()
         return sha + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
