@@ -15,9 +15,9 @@ from mlmlib.paths import PACKAGE_DIR
 from mlmlib.runs import runner
 
 # What the runs package may import from the library: orchestration helpers and the verdict
-# rules (to show them in the book), nothing that trains.
+# rules and sanity floors (to show them in the book), nothing that trains.
 RUNS_MAY_IMPORT = ("mlmlib.runs", "mlmlib.atomic", "mlmlib.paths", "mlmlib.code_digest",
-                   "mlmlib.stats")
+                   "mlmlib.stats", "mlmlib.floors")
 # The mirror command fetches what a plan needs from the hub, so it imports the loaders (and the
 # names of A5's hub resources); the command line imports it for that command only.
 # The rehearsal builds stand-ins of those resources (from the data package's bundle and the

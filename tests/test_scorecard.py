@@ -62,3 +62,31 @@ def test_every_row_keeps_its_own_verdict_words(tmp_path):
             [_row("r is low", "reproduced"), _row("r is low", "excluded: model at chance")])
     card = (write_claim_tables("smoke", tmp_path) / "scorecard.md").read_text()
     assert "**reproduced**" in card and "**excluded: model at chance**" in card
+
+
+def test_missed_sanity_floors_are_named_under_the_tables_that_rest_on_them(tmp_path):
+    _record(tmp_path, "cpu", "B3_true_negatives_summary", "paper_b", [_row("Better downstream score", "equivalent")])
+    _record(tmp_path, "cpu", "C3_selective_summary", "paper_c", [_row("selective beats random", "reproduced")])
+    checks = {"B3_true_negatives_summary": [
+        {"check": "electra/none minus scratch: amazon-food, accuracy", "measured": -0.004, "floor": 0.05,
+         "status": "MISSED"},
+        {"check": "mlm/none minus scratch: amazon-food, accuracy", "measured": None, "floor": 0.05,
+         "status": "not measured"},
+        {"check": "electra/shield minus scratch: amazon-food, accuracy", "measured": 0.06, "floor": 0.05,
+         "status": "met"}],
+        "C3_selective_summary": [{"check": "few labels: amazon-food, random", "measured": 0.81,
+                                  "floor": 0.8, "status": "met"}]}
+    for notebook, rows in checks.items():
+        path = tmp_path / "book" / "runs" / "cpu" / notebook / "run.json"
+        rec = json.loads(path.read_text())
+        rec["metrics"]["floors"] = rows
+        path.write_text(json.dumps(rec))
+    out = write_claim_tables("smoke", tmp_path, also=["cpu"])
+    card = (out / "scorecard.md").read_text()
+    assert "**Sanity floors missed.**" in card
+    (line,) = [ln for ln in card.splitlines() if ln.startswith("- ")]
+    assert line == ("- B3_true_negatives_summary ([cpu](/book/runs/cpu/B3_true_negatives_summary/run.ipynb)):"
+                    " 2 of 3 checks missed, e.g. electra/none minus scratch: amazon-food, accuracy: -0.004"
+                    " against 0.05.")
+    assert "Sanity floors missed" in (out / "claims_paper_b.md").read_text()
+    assert "Sanity floors missed" not in (out / "claims_paper_c.md").read_text()  # all met: no note

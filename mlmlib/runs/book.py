@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from mlmlib.floors import MET
 from mlmlib.paths import project_root, runs_dir
 from mlmlib.runs.plans import check_name
 from mlmlib.runs.records import readable_records
@@ -70,6 +71,37 @@ PAPER_CHAPTERS = {"paper_a": "A", "paper_b": "B", "paper_c": "C"}
 PROFILE_ORDER = ("smoke", "cpu", "paper")  # the others (test, ...) after these
 
 
+def missed_floors(root: Path | None = None, profiles: Sequence[str] = PROFILE_ORDER) -> list[dict]:
+    """Per summary record of `profiles` that missed sanity floors (metrics['floors']): its
+    profile, chapter, notebook, page, the checks it made and the ones it missed."""
+    out = []
+    for profile in dict.fromkeys(profiles):
+        for path, rec in readable_records(profile, root):
+            checks = rec["metrics"].get("floors") or []
+            missed = [c for c in checks if c.get("status") != MET]
+            if missed:
+                out.append({"profile": rec["profile"], "chapter": rec.get("chapter", ""),
+                            "notebook": rec["notebook"], "page": path.with_suffix(""),
+                            "checks": len(checks), "missed": missed})
+    return out
+
+
+def _floor_notes(notes: list[dict], rendered: Sequence[str], root: Path) -> str:
+    """The missed floors under a claim table: a verdict there compares models below them."""
+    if not notes:
+        return ""
+    head = ("**Sanity floors missed.** The verdicts of these summaries compare models that did not "
+            "reach a floor (the summary page lists every check, the missed ones in red):")
+    lines = ["", head, ""]
+    for n in notes:
+        worst = n["missed"][0]
+        measured = "not measured" if worst.get("measured") is None else f"{worst['measured']:.3f}"
+        lines.append(f"- {n['notebook']} ({_profile_link(n, rendered, root)}): {len(n['missed'])} of "
+                     f"{n['checks']} checks missed, e.g. {_cell(worst['check'])}: {measured} against "
+                     f"{worst['floor']:g}.")
+    return "\n".join(lines)
+
+
 def scorecard_rows(root: Path | None = None, profiles: Sequence[str] = PROFILE_ORDER) -> list[dict]:
     """Every claim row that summary notebooks of `profiles` saved (metrics['scorecard'])."""
     rows = []
@@ -109,6 +141,7 @@ def write_claim_tables(built_profile: str, root: Path | None = None, also: Seque
     out.mkdir(parents=True, exist_ok=True)
     rendered = (built_profile, *also)
     rows = scorecard_rows(root, (*PROFILE_ORDER, *rendered))
+    notes = missed_floors(root, (*PROFILE_ORDER, *rendered))
     for chapter in PAPER_CHAPTERS:
         mine = [r for r in rows if r["chapter"] == chapter]
         lines = [_table_note(mine, rendered)]
@@ -118,8 +151,10 @@ def write_claim_tables(built_profile: str, root: Path | None = None, also: Seque
             lines += [f"| {_profile_link(r, rendered, root)} | {_cell(r['claim'])} | "
                       f"{_cell(r['effect'])} | {_cell(r['seeds'])} | {_cell(r.get('delta'))} | "
                       f"{_verdict(r['verdict'])} |" for r in mine]
+            lines.append(_floor_notes([n for n in notes if n["chapter"] == chapter], rendered, root))
         (out / f"claims_{chapter}.md").write_text("\n".join(lines) + "\n")
-    (out / "scorecard.md").write_text(_scorecard(rows, rendered, root) + "\n")
+    (out / "scorecard.md").write_text(_scorecard(rows, rendered, root) + "\n"
+                                      + _floor_notes(notes if rows else [], rendered, root) + "\n")
     return out
 
 
