@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from mlmlib.floors import MET
+from mlmlib.floors import missed as missed_checks
 from mlmlib.paths import project_root, runs_dir
 from mlmlib.runs.plans import check_name
 from mlmlib.runs.records import readable_records
@@ -78,7 +78,7 @@ def missed_floors(root: Path | None = None, profiles: Sequence[str] = PROFILE_OR
     for profile in dict.fromkeys(profiles):
         for path, rec in readable_records(profile, root):
             checks = rec["metrics"].get("floors") or []
-            missed = [c for c in checks if c.get("status") != MET]
+            missed = missed_checks(checks)
             if missed:
                 out.append({"profile": rec["profile"], "chapter": rec.get("chapter", ""),
                             "notebook": rec["notebook"], "page": path.with_suffix(""),
