@@ -172,6 +172,13 @@ def test_sweep_rejects_bad_input_before_training(work):
     assert not list(work.rglob("model.safetensors"))
 
 
+def test_pretraining_seed_is_the_page_seed_or_a_given_one():
+    assert dist.pretraining_seed(dist.OWN_SEED, 7) == 7
+    assert dist.pretraining_seed(3, 7) == 3 and dist.pretraining_seed(0, 7) == 0
+    with pytest.raises(ValueError, match="pretrain_seed=-2"):
+        dist.pretraining_seed(-2, 7)
+
+
 def test_sweep_refuses_unconverged_pretrained_model(work):
     setup = dist.Setup(**TINY)
     dist.pretrain_mlm(setup, "shift", progress=False)  # 5 steps: far from converged

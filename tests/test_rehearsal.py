@@ -118,10 +118,11 @@ def test_the_whole_paper_plan_rehearses_offline(tmp_path):
 
 @pytest.mark.slow
 def test_the_whole_cpu_plan_rehearses_offline(tmp_path):
-    """Every entry of the cpu plan at tiny size, the MiniLM base of A5, C1 and C2 and the A3
-    entries that fine-tune pretraining seeds 1-4 included (no other test runs them: an A5 that
+    """Every entry of the cpu plan at tiny size, the MiniLM base of A5, C1 and C2 and an A3 seed
+    that fine-tunes a pretraining seed other than 0 included (no other test runs them: an A5 that
     looked the shipped base up on the hub once reached the cpu batch)."""
     records = _rehearse_offline("cpu", tmp_path, timeout=1200)
     assert records["base_model/run"]["params"]["base_model"] == "minilm-l6"
     a3 = [r for name, r in records.items() if name.startswith("A3_synthetic_finetune/")]
-    assert sorted(r["params"]["pretrain_seed"] for r in a3) == [0, 1, 2, 3, 4]
+    # each A3 seed loads the models of its own pretraining seed (pretrain_seed -1)
+    assert sorted((r["seed"], r["metrics"]["pretrain_seed"]) for r in a3) == [(0, 0), (1, 1)]

@@ -149,8 +149,21 @@ def needed_text(values) -> str:
     return f"{reached.sum()}/{len(values)} seeds reached it"
 
 
+def paired_diff(table, model_a: str, model_b: str) -> stats.Interval:
+    """Mean difference model_a - model_b over the seeds both have, with its paired 95% interval.
+
+    A3's arms of one seed share everything a seed draws (the fine-tuning seed, its sample, the
+    pretraining seed of WITH and WITHOUT): pairing removes that shared noise from the comparison.
+    """
+    return stats.paired_test(*paired(table, model_a, model_b)).diff
+
+
 def _judged(frame, margin: float, target: float) -> list[dict]:
-    """Each synthetic claim judged: its texts, intervals, effect text, margin and verdict."""
+    """Each synthetic claim judged: its texts, intervals, effect text, margin and verdict.
+
+    Every comparison is a difference paired over seeds, judged with the one margin `margin`: an
+    interval inside +-margin is "equivalent", so a control that shows nothing says so.
+    """
     out = []
 
     def ci(table, model):
@@ -159,61 +172,67 @@ def _judged(frame, margin: float, target: float) -> list[dict]:
     def have(table, *models):
         return all((table.model == m).any() for m in models)
 
-    def judged(key, claim, measured, intervals, verdict, effect, delta=None, suffix=""):
+    def judged(key, claim, measured, intervals, verdict, effect, suffix=""):
         out.append({"key": key, "claim": claim, "measured": measured, "intervals": intervals,
-                    "verdict": verdict, "effect": effect, "delta": delta, "suffix": suffix})
+                    "verdict": verdict, "effect": effect, "delta": margin, "suffix": suffix})
+
+    def diffs_text(diffs):
+        return "; ".join(f"{name} = {ci_text(d, explain=False)}" for name, d in diffs.items())
+
+    def greater(diffs):
+        return stats.combine(stats.verdict(d, "greater", margin) for d in diffs.values())
 
     # 1. synonym transfer on B-D1
     b = _at(frame, "B-D1", 0.0)
     if have(b, "with", "without", "scratch"):
         arms = {"WITH": ci(b, "with"), "WITHOUT": ci(b, "without"), "scratch": ci(b, "scratch")}
+        diffs = {f"WITH - {ARM_NAMES[o]}": paired_diff(b, "with", o) for o in ("without", "scratch")}
         judged("transfer", "B-D1 synonym transfer: WITH above WITHOUT and scratch",
-               "B-D1 accuracy at the largest training set (intervals over seeds, compared unpaired)",
-               arms, stats.combine(stats.verdict_apart(arms["WITH"], arms[o]) for o in ("WITHOUT", "scratch")),
-               "B-D1 accuracy: " + _arms_text(arms))
+               "B-D1 accuracy at the largest training set, differences paired over seeds",
+               {**arms, **diffs}, greater(diffs), "B-D1 accuracy: " + _arms_text(arms) + "; " + diffs_text(diffs))
     # 2. sample efficiency on A-D1: area under the learning curve (log size), paired over seeds
     area = per_seed(frame, "A-D1", 0.0, learning_curve_area)
     if have(area, "with", "without", "scratch"):
-        diffs = {f"WITH - {o}": stats.paired_test(*paired(area, "with", o)).diff for o in ("without", "scratch")}
+        diffs = {f"WITH - {ARM_NAMES[o]}": paired_diff(area, "with", o) for o in ("without", "scratch")}
         need = per_seed(frame, "A-D1", 0.0, examples_needed, target=target)
         needed = "; ".join(f"{m}: {needed_text(need[need.model == m].value)}" for m in ("with", "without", "scratch"))
         judged("efficiency", "Sample efficiency: WITH learns A-D1 from fewer examples",
                "mean A-D1 accuracy over training sizes (log axis), differences paired over seeds. "
                f"Examples to reach {target:.2f}: {needed}",
-               diffs, stats.combine(stats.verdict(d, "greater") for d in diffs.values()),
-               "mean A-D1 accuracy over training sizes: "
-               + "; ".join(f"WITH - {ARM_NAMES[o]} = {ci_text(diffs[f'WITH - {o}'], explain=False)}"
-                           for o in ("without", "scratch")))
+               diffs, greater(diffs), "mean A-D1 accuracy over training sizes: " + diffs_text(diffs))
     # 3. generalization to D2 is not explained by the property
     for fraction in sorted(frame.bd2_fraction.unique()):
         a2 = _at(frame, "A-D2", fraction)
         if not have(a2, "with", "without", "scratch"):
             continue
-        arms = {"WITH - WITHOUT": stats.paired_test(*paired(a2, "with", "without")).diff,
+        arms = {"WITH - WITHOUT": paired_diff(a2, "with", "without"),
+                "WITHOUT - scratch": paired_diff(a2, "without", "scratch"),
                 "WITHOUT": ci(a2, "without"), "scratch": ci(a2, "scratch")}
         verdict = stats.combine([stats.verdict(arms["WITH - WITHOUT"], "at_most", margin),
-                                 stats.verdict_apart(arms["WITHOUT"], arms["scratch"])])
+                                 stats.verdict(arms["WITHOUT - scratch"], "greater", margin)])
         judged(("generalization", fraction),
                f"D2 generalization not explained by the property (B-D2 fraction {fraction:g}): "
                f"WITHOUT about as good as WITH on A-D2 (within {margin:g}) and above scratch",
-               "A-D2 accuracy at the largest training set: WITH - WITHOUT paired over seeds; "
-               "WITHOUT and scratch compared unpaired",
+               "A-D2 accuracy at the largest training set, differences paired over seeds",
                arms, verdict,
                f"A-D2 accuracy: WITH - WITHOUT (at most {margin:g}) = "
                f"{ci_text(arms['WITH - WITHOUT'], explain=False)}; "
-               + _arms_text({k: arms[k] for k in ("WITHOUT", "scratch")}), delta=margin,
+               f"WITHOUT - scratch = {ci_text(arms['WITHOUT - scratch'], explain=False)}; "
+               + _arms_text({k: arms[k] for k in ("WITHOUT", "scratch")}),
                suffix=f" (B-D2 fraction {fraction:g})")
     # 4. controls
     if have(b, "with", "shuffled"):
         a1 = _at(frame, "A-D1", 0.0)
         arms = {"A-D1 WITH": ci(a1, "with"), "A-D1 shuffled": ci(a1, "shuffled"),
                 "B-D1 WITH": ci(b, "with"), "B-D1 shuffled": ci(b, "shuffled")}
-        verdict = stats.combine(stats.verdict_apart(arms[f"{t} WITH"], arms[f"{t} shuffled"]) for t in ("A-D1", "B-D1"))
+        diffs = {f"{t} WITH - shuffled": paired_diff(table, "with", "shuffled") for t, table in (("A-D1", a1),
+                                                                                                ("B-D1", b))}
         judged("shuffled", "Control: shuffling WITH's weights removes its benefit (WITH above shuffled)",
-               "A-D1 and B-D1 accuracy at the largest training set (compared unpaired)", arms, verdict,
+               "A-D1 and B-D1 accuracy at the largest training set, differences paired over seeds",
+               {**arms, **diffs}, greater(diffs),
                "; ".join(f"{t} accuracy: " + _arms_text({"WITH": arms[f"{t} WITH"],
                                                           "shuffled": arms[f"{t} shuffled"]})
-                         for t in ("A-D1", "B-D1")))
+                         for t in ("A-D1", "B-D1")) + "; " + diffs_text(diffs))
     # one row per CBOW variant run: fine-tuned embeddings, and frozen ones (they keep synonyms close)
     for model, what, suffix in (("cbow", "CBOW embeddings", ""),
                                 ("cbow-frozen", "frozen CBOW embeddings", " (frozen embeddings)")):
@@ -223,9 +242,10 @@ def _judged(frame, margin: float, target: float) -> list[dict]:
         arms = {name: ci(b, model), "scratch": ci(b, "scratch")}
         if have(b, "with"):
             arms["WITH"] = ci(b, "with")  # for reference: how much of WITH's transfer CBOW gets
+        diffs = {f"{name} - scratch": paired_diff(b, model, "scratch")}
         judged(("cbow", model), f"Control: {what} (synonyms close) give some B-D1 transfer (above scratch)",
-               "B-D1 accuracy at the largest training set (compared unpaired)",
-               arms, stats.verdict_apart(arms[name], arms["scratch"]), "B-D1 accuracy: " + _arms_text(arms),
+               "B-D1 accuracy at the largest training set, differences paired over seeds",
+               {**arms, **diffs}, greater(diffs), "B-D1 accuracy: " + _arms_text(arms) + "; " + diffs_text(diffs),
                suffix=suffix)
     return out
 
@@ -234,7 +254,8 @@ def claims(frame, margin: float = 0.02, target: float = 0.8) -> pd.DataFrame:
     """Each claim of the synthetic experiment next to what was measured, with a verdict from intervals.
 
     frame: one row per (seed, model, bd2_fraction, train_size, test_set) with an `accuracy`.
-    margin: how much better WITH may be than WITHOUT on A-D2 and still count as "about as good".
+    margin: each claim's delta: how much better WITH may be than WITHOUT on A-D2 and still count as
+    "about as good", and the half-width inside which any other paired difference is "equivalent".
     target: the A-D1 accuracy for the examples-needed comparison (reported, not the verdict).
     A claim whose models were not all run is left out; no rows at all when nothing was measured.
     """
@@ -259,7 +280,7 @@ def scorecard(frame, margin: float = 0.02, target: float = 0.8) -> list[dict]:
             rows.append(_card(claim + j["suffix"], j["effect"], j["intervals"], j["delta"], j["verdict"]))
         if not found:
             rows.append(_card(claim, "not measured: the models this claim compares were not all run", {},
-                              margin if key == "generalization" else None, stats.NOT_RESOLVED))
+                              margin, stats.NOT_RESOLVED))
     return rows
 
 

@@ -157,6 +157,21 @@ class Setup:
 # ---------------------------------------------------------------- pretraining and convergence
 
 
+# A fine-tuning page's pretrain_seed that means "the page's own seed": one plan entry then pairs
+# each fine-tuning seed with its own pretraining seed (a grid over seed, not an entry per seed).
+OWN_SEED = -1
+
+
+def pretraining_seed(pretrain_seed: int, seed: int) -> int:
+    """The pretraining seed whose models a fine-tuning page loads: pretrain_seed, or seed for OWN_SEED."""
+    if pretrain_seed == OWN_SEED:
+        return seed
+    if pretrain_seed < 0:
+        raise ValueError(f"pretrain_seed={pretrain_seed}: give a pretraining seed (>= 0) or {OWN_SEED} "
+                         "for the page's own seed")
+    return pretrain_seed
+
+
 def pretrain_mlm(setup: Setup, corpus: str, progress: bool | None = None) -> Path:
     """Pretrain the MLM on `mix` or `shift` (or find it in the cache); return its folder."""
     from mlmlib.models import bert_mlm, save_model
