@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as sps
 from scorecards import check_card
 
 from mlmlib import stats
@@ -153,6 +154,36 @@ def test_a_control_inside_the_margin_is_equivalent():
     # the same difference against a margin narrower than its interval: not resolved
     noisy = claims.claims(synthetic_rows(same, noise=0.02), margin=0.01)
     assert shuffled_verdict(noisy) == stats.NOT_RESOLVED
+
+
+def test_differences_are_the_intervals_behind_the_verdicts():
+    frame = synthetic_rows(fractions=(0.0, 0.5))
+    diffs = claims.differences(frame, margin=0.02)
+    assert list(diffs.columns) == claims.DIFFERENCE_COLUMNS
+    # transfer 2, efficiency 2, D2 2 per fraction, shuffled 2, CBOW 1
+    assert len(diffs) == 2 + 2 + 2 * 2 + 2 + 1 and (diffs.seeds == 5).all() and (diffs.delta == 0.02).all()
+    d2 = diffs[diffs.claim.str.startswith("D2")]
+    assert list(d2.direction) == ["at_most", "greater"] * 2
+    assert set(diffs.claim) == {r["claim"] for r in claims.scorecard(frame, margin=0.02)}
+    b = claims._at(frame, "B-D1", 0.0)
+    row = diffs[diffs.difference == "CBOW - scratch"].iloc[0]
+    assert row["mean"] == pytest.approx(claims.paired_diff(b, "cbow", "scratch").mean)
+    assert claims.differences(pd.DataFrame()).empty
+
+
+def test_seeds_to_resolve_at_the_measured_mean():
+    # sd 0.02 implied by a 5-seed interval; a mean of 0.01 inside +-0.05 resolves as equivalent soon,
+    # the same mean against +-0.02 needs the interval to shrink to 0.01 either way
+    half = sps.t.ppf(0.975, 4) * 0.02 / math.sqrt(5)
+    assert claims.seeds_to_resolve(0.01, 0.01 - half, 0.01 + half, 5, 0.05) == \
+        stats.seeds_for_half_width(0.02, 0.04)
+    assert claims.seeds_to_resolve(0.01, 0.01 - half, 0.01 + half, 5, 0.02) == \
+        stats.seeds_for_half_width(0.02, 0.01)
+    # "at most delta": the interval must clear delta, 0.03 away from a mean of 0.05
+    assert claims.seeds_to_resolve(0.05, 0.05 - half, 0.05 + half, 5, 0.02, "at_most") == \
+        stats.seeds_for_half_width(0.02, 0.03)
+    assert math.isnan(claims.seeds_to_resolve(0.01, 0.0, 0.02, 2, 0.02))  # two seeds: no spread to read
+    assert math.isnan(claims.seeds_to_resolve(0.02, 0.0, 0.04, 5, 0.02, "at_most"))  # on the margin
 
 
 def test_claims_never_reproduced_without_measurements():

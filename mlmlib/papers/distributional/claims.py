@@ -172,9 +172,12 @@ def _judged(frame, margin: float, target: float) -> list[dict]:
     def have(table, *models):
         return all((table.model == m).any() for m in models)
 
-    def judged(key, claim, measured, intervals, verdict, effect, suffix=""):
+    def judged(key, claim, measured, intervals, verdict, effect, suffix="", directions=None):
+        # directions: {difference: what the claim needs of it}; every other difference "greater"
+        diffs = {name: (directions or {}).get(name, "greater") for name in intervals if " - " in name}
         out.append({"key": key, "claim": claim, "measured": measured, "intervals": intervals,
-                    "verdict": verdict, "effect": effect, "delta": margin, "suffix": suffix})
+                    "verdict": verdict, "effect": effect, "delta": margin, "suffix": suffix,
+                    "directions": diffs})
 
     def diffs_text(diffs):
         return "; ".join(f"{name} = {ci_text(d, explain=False)}" for name, d in diffs.items())
@@ -219,7 +222,7 @@ def _judged(frame, margin: float, target: float) -> list[dict]:
                f"{ci_text(arms['WITH - WITHOUT'], explain=False)}; "
                f"WITHOUT - scratch = {ci_text(arms['WITHOUT - scratch'], explain=False)}; "
                + _arms_text({k: arms[k] for k in ("WITHOUT", "scratch")}),
-               suffix=f" (B-D2 fraction {fraction:g})")
+               suffix=f" (B-D2 fraction {fraction:g})", directions={"WITH - WITHOUT": "at_most"})
     # 4. controls
     if have(b, "with", "shuffled"):
         a1 = _at(frame, "A-D1", 0.0)
@@ -248,6 +251,36 @@ def _judged(frame, margin: float, target: float) -> list[dict]:
                {**arms, **diffs}, greater(diffs), "B-D1 accuracy: " + _arms_text(arms) + "; " + diffs_text(diffs),
                suffix=suffix)
     return out
+
+
+DIFFERENCE_COLUMNS = ["claim", "difference", "direction", "mean", "low", "high", "seeds", "delta"]
+
+
+def differences(frame, margin: float = 0.02, target: float = 0.8) -> pd.DataFrame:
+    """Every paired difference behind a synthetic verdict, one row each: the scorecard's claim,
+    the difference, what the claim needs of it (`stats.verdict`'s direction), its interval,
+    seeds and margin. What the design table of the summary page reads."""
+    judged = _judged(frame, margin, target) if frame is not None and len(frame) else []
+    rows = [{"claim": SYNTHETIC_CLAIMS[j["key"] if isinstance(j["key"], str) else j["key"][0]] + j["suffix"],
+             "difference": name, "direction": direction, "mean": j["intervals"][name].mean,
+             "low": j["intervals"][name].low, "high": j["intervals"][name].high,
+             "seeds": j["intervals"][name].n, "delta": j["delta"]}
+            for j in judged for name, direction in j["directions"].items()]
+    return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS)
+
+
+def seeds_to_resolve(mean: float, low: float, high: float, n: int, delta: float, direction: str = "greater") -> float:
+    """Paired seeds at which an interval of this mean and implied spread would resolve: clear
+    zero or fit inside +-delta ("greater"/"less"), clear delta ("at_most"). A projection from
+    the measured mean and spread, not a promise; NaN where the interval cannot say."""
+    sd = stats.design_from_interval(low, high, n)["sd"]
+    if direction == "at_most":
+        half_width = abs(mean - delta)
+    else:
+        half_width = max(abs(mean), delta - abs(mean))
+    if not (np.isfinite(sd) and half_width > 0):
+        return math.nan
+    return float(stats.seeds_for_half_width(sd, half_width, max_seeds=10**6))
 
 
 def claims(frame, margin: float = 0.02, target: float = 0.8) -> pd.DataFrame:
