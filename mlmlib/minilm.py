@@ -116,7 +116,7 @@ def minilm_mlm(fit: HeadFit | None = None, progress: bool | None = None):
 
         texts = load_corpus(fit.corpus)["train"]["text"][: fit.max_sentences]
         data = encode_corpus(tokenizer, texts, fit.max_length)
-        model = untrained_mlm()
+        model = untrained_mlm(seed=fit.seed)  # not the random state of whichever page builds it first
         freeze_encoder(model)
         history = pretrain(
             model, data,

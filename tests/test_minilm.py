@@ -73,9 +73,23 @@ def test_head_fit_changes_the_head_only_and_is_cached(tmp_path, monkeypatch):
                            start["cls.predictions.transform.dense.weight"])
     assert all(p.requires_grad for p in model.parameters())  # loaded for further training
 
-    monkeypatch.setattr(minilm, "untrained_mlm", lambda: pytest.fail("rebuilt instead of loaded"))
+    monkeypatch.setattr(minilm, "untrained_mlm", lambda **kw: pytest.fail("rebuilt instead of loaded"))
     again, _, _ = minilm.minilm_mlm(fit, progress=False)
     assert torch.equal(again.state_dict()["cls.predictions.bias"], fitted["cls.predictions.bias"])
+def test_the_fitted_head_does_not_depend_on_the_callers_random_state(tmp_path, monkeypatch):
+    """The head starts from HeadFit.seed whichever page builds it first: a head initialised from
+    the process's random state differed between the base model page and A5, which built it after
+    drawing random numbers of its own."""
+    fit = minilm.HeadFit(max_sentences=64, max_length=16, steps=1, batch_size=4, lr=0.01)
+    heads = []
+    for state in (0, 1):
+        monkeypatch.setenv("MLMLIB_WORK", str(tmp_path / str(state)))  # a cache of its own
+        torch.manual_seed(state)
+        model, _, _ = minilm.minilm_mlm(fit, progress=False)
+        heads.append(model.state_dict()["cls.predictions.transform.dense.weight"])
+    assert torch.equal(*heads)
+
+
 def test_the_minilm_base_needs_its_own_tokenizer():
     from mlmlib.basemodel import BaseModelConfig, pretrained_base
 
