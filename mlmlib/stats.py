@@ -189,6 +189,21 @@ def design_from_interval(low: float, high: float, n: int, delta: float | None = 
     return out
 
 
+def seeds_to_resolve(mean: float, low: float, high: float, n: int, delta: float,
+                     direction: str = "greater") -> float:
+    """Paired seeds at which an interval of this mean and implied spread would resolve: clear
+    zero or fit inside +-delta ("greater"/"less"), clear delta ("at_most"). A projection from
+    the measured mean and spread, not a promise; NaN where the interval cannot say."""
+    sd = design_from_interval(low, high, n)["sd"]
+    if direction == "at_most":
+        half_width = abs(mean - delta)
+    else:
+        half_width = max(abs(mean), delta - abs(mean))
+    if not (np.isfinite(sd) and half_width > 0):
+        return float("nan")
+    return float(seeds_for_half_width(sd, half_width, max_seeds=10**6))
+
+
 def verdict_apart(a: Interval, b: Interval, direction: str = "greater") -> str:
     """Verdict from two unpaired intervals: a above b (or below, for "less"), apart or overlapping."""
     if direction not in ("greater", "less"):

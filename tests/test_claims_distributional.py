@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats as sps
 from scorecards import check_card
 
 from mlmlib import stats
@@ -169,21 +168,6 @@ def test_differences_are_the_intervals_behind_the_verdicts():
     row = diffs[diffs.difference == "CBOW - scratch"].iloc[0]
     assert row["mean"] == pytest.approx(claims.paired_diff(b, "cbow", "scratch").mean)
     assert claims.differences(pd.DataFrame()).empty
-
-
-def test_seeds_to_resolve_at_the_measured_mean():
-    # sd 0.02 implied by a 5-seed interval; a mean of 0.01 inside +-0.05 resolves as equivalent soon,
-    # the same mean against +-0.02 needs the interval to shrink to 0.01 either way
-    half = sps.t.ppf(0.975, 4) * 0.02 / math.sqrt(5)
-    assert claims.seeds_to_resolve(0.01, 0.01 - half, 0.01 + half, 5, 0.05) == \
-        stats.seeds_for_half_width(0.02, 0.04)
-    assert claims.seeds_to_resolve(0.01, 0.01 - half, 0.01 + half, 5, 0.02) == \
-        stats.seeds_for_half_width(0.02, 0.01)
-    # "at most delta": the interval must clear delta, 0.03 away from a mean of 0.05
-    assert claims.seeds_to_resolve(0.05, 0.05 - half, 0.05 + half, 5, 0.02, "at_most") == \
-        stats.seeds_for_half_width(0.02, 0.03)
-    assert math.isnan(claims.seeds_to_resolve(0.01, 0.0, 0.02, 2, 0.02))  # two seeds: no spread to read
-    assert math.isnan(claims.seeds_to_resolve(0.02, 0.0, 0.04, 5, 0.02, "at_most"))  # on the margin
 
 
 def test_claims_never_reproduced_without_measurements():

@@ -145,3 +145,18 @@ def test_the_design_read_from_an_interval_inverts_the_interval():
 def test_the_design_needs_an_interval_of_enough_seeds():
     assert all(np.isnan(v) for v in stats.design_from_interval(-0.1, 0.1, 2, delta=0.01).values())
     assert all(np.isnan(v) for v in stats.design_from_interval(float("nan"), 0.1, 5).values())
+
+
+def test_seeds_to_resolve_at_the_measured_mean():
+    # sd 0.02 implied by a 5-seed interval; a mean of 0.01 inside +-0.05 resolves as equivalent soon,
+    # the same mean against +-0.02 needs the interval to shrink to 0.01 either way
+    half = sps.t.ppf(0.975, 4) * 0.02 / math.sqrt(5)
+    assert stats.seeds_to_resolve(0.01, 0.01 - half, 0.01 + half, 5, 0.05) == \
+        stats.seeds_for_half_width(0.02, 0.04)
+    assert stats.seeds_to_resolve(0.01, 0.01 - half, 0.01 + half, 5, 0.02) == \
+        stats.seeds_for_half_width(0.02, 0.01)
+    # "at most delta": the interval must clear delta, 0.03 away from a mean of 0.05
+    assert stats.seeds_to_resolve(0.05, 0.05 - half, 0.05 + half, 5, 0.02, "at_most") == \
+        stats.seeds_for_half_width(0.02, 0.03)
+    assert math.isnan(stats.seeds_to_resolve(0.01, 0.0, 0.02, 2, 0.02))  # two seeds: no spread to read
+    assert math.isnan(stats.seeds_to_resolve(0.02, 0.0, 0.04, 5, 0.02, "at_most"))  # on the margin

@@ -269,20 +269,6 @@ def differences(frame, margin: float = 0.02, target: float = 0.8) -> pd.DataFram
     return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS)
 
 
-def seeds_to_resolve(mean: float, low: float, high: float, n: int, delta: float, direction: str = "greater") -> float:
-    """Paired seeds at which an interval of this mean and implied spread would resolve: clear
-    zero or fit inside +-delta ("greater"/"less"), clear delta ("at_most"). A projection from
-    the measured mean and spread, not a promise; NaN where the interval cannot say."""
-    sd = stats.design_from_interval(low, high, n)["sd"]
-    if direction == "at_most":
-        half_width = abs(mean - delta)
-    else:
-        half_width = max(abs(mean), delta - abs(mean))
-    if not (np.isfinite(sd) and half_width > 0):
-        return math.nan
-    return float(stats.seeds_for_half_width(sd, half_width, max_seeds=10**6))
-
-
 def claims(frame, margin: float = 0.02, target: float = 0.8) -> pd.DataFrame:
     """Each claim of the synthetic experiment next to what was measured, with a verdict from intervals.
 
