@@ -79,6 +79,21 @@ def test_grid_expands_and_lists_pass_as_values(project):
     assert plan.runs[0].params["items"] == [4, 5]
 
 
+def test_a_run_never_timed_is_estimated_from_its_notebooks_other_records(project):
+    """Fresh seeds have no record of their own: the batch orders and estimates them by their
+    notebook's median time, not by the timeout (a bound many times the real time)."""
+    _root, write_plan = project
+    write_plan("notebooks:\n  - notebook: toy\n    timeout: 900\n    grid: {x: [1, 2, 3, 4]}\n")
+    plan = load_plan("p")
+    assert [runner.last_wall_time(plan, r) for r in plan.runs] == [None] * 4
+    folder = runner.record_path("p", plan.runs[0]).parent
+    folder.mkdir(parents=True)
+    for run, seconds in zip(plan.runs[:3], [40.0, 10.0, 30.0]):
+        runner.record_path("p", run).write_text(json.dumps(
+            {"notebook": "toy", "params": {}, "metrics": {}, "wall_time_s": seconds}))
+    assert [runner.last_wall_time(plan, r) for r in plan.runs] == [40.0, 10.0, 30.0, 30.0]
+
+
 def test_batch_isolates_failure_skips_finished_and_forces(project):
     root, write_plan = project
     write_plan(PLAN)

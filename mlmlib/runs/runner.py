@@ -221,8 +221,15 @@ def execute_run(profile: str, run: Run, key: str, version: str, log=print) -> tu
 
 
 def last_wall_time(plan: Plan, run: Run) -> float | None:
-    """Seconds the run took last time (any code version), or None: for estimates and ordering."""
-    return _last_wall_time(record_path(plan.profile, run))
+    """Seconds the run took last time (any code version), for estimates and ordering; a run never
+    timed (a new grid point, fresh seeds) takes the median of its notebook's other records, so
+    it is not ordered by its timeout, a bound many times its real time; None without any."""
+    own = _last_wall_time(record_path(plan.profile, run))
+    if own is not None:
+        return own
+    folder = record_path(plan.profile, run).parent
+    siblings = sorted(t for t in map(_last_wall_time, sorted(folder.glob("*.json"))) if t is not None)
+    return siblings[len(siblings) // 2] if siblings else None
 
 
 def _last_wall_time(path: Path) -> float | None:
