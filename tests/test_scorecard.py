@@ -34,7 +34,7 @@ def test_tables_come_from_the_records_of_every_profile(tmp_path):
     assert "[smoke](/book/runs/smoke/A4_synthetic_summary/run.ipynb)" in a  # the rendered profile links
     assert "| cpu |" in a  # another profile's rows are shown, not linked
     card = (out / "scorecard.md").read_text().splitlines()
-    assert card[0] == "| Paper | Claim | Profile | Effect [95% CI] | Seeds | ±delta | Verdict |"
+    assert card[0] == "| Paper | Claim | Profile | Verdict | Seeds | ±delta | Effect [95% CI] |"
     # one line per claim and profile, the lines of one claim together, smoke before cpu
     with_without = [line for line in card if "WITH beats WITHOUT" in line]
     assert len(with_without) == 2 and card.index(with_without[1]) == card.index(with_without[0]) + 1

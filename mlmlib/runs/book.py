@@ -146,11 +146,11 @@ def write_claim_tables(built_profile: str, root: Path | None = None, also: Seque
         mine = [r for r in rows if r["chapter"] == chapter]
         lines = [_table_note(mine, rendered)]
         if mine:
-            lines += ["| Profile | Claim | Effect [95% CI] | Seeds | ±delta | Verdict |",
+            lines += ["| Profile | Claim | Verdict | Seeds | ±delta | Effect [95% CI] |",
                       "|---|---|---|---|---|---|"]
             lines += [f"| {_profile_link(r, rendered, root)} | {_cell(r['claim'])} | "
-                      f"{_cell(r['effect'])} | {_cell(r['seeds'])} | {_cell(r.get('delta'))} | "
-                      f"{_verdict(r['verdict'])} |" for r in mine]
+                      f"{_verdict(r['verdict'])} | {_cell(r['seeds'])} | {_cell(r.get('delta'))} | "
+                      f"{_cell(r['effect'])} |" for r in mine]
             lines.append(_floor_notes([n for n in notes if n["chapter"] == chapter], rendered, root))
         (out / f"claims_{chapter}.md").write_text("\n".join(lines) + "\n")
     (out / "scorecard.md").write_text(_scorecard(rows, rendered, root) + "\n"
@@ -183,14 +183,16 @@ def _scorecard(rows: list[dict], rendered: Sequence[str], root: Path) -> str:
     for i, r in enumerate(rows):
         first.setdefault((r["chapter"], r["claim"]), i)
     ordered = sorted(range(len(rows)), key=lambda i: (first[(rows[i]["chapter"], rows[i]["claim"])], i))
-    lines = ["| Paper | Claim | Profile | Effect [95% CI] | Seeds | ±delta | Verdict |",
+    # the verdict before the effect's long text: on a narrow page the table scrolls sideways,
+    # and what a reader came for stays in view
+    lines = ["| Paper | Claim | Profile | Verdict | Seeds | ±delta | Effect [95% CI] |",
              "|---|---|---|---|---|---|---|"]
     for i in ordered:
         r = rows[i]
         paper = PAPER_CHAPTERS.get(r["chapter"], r["chapter"])
         lines.append(f"| [{paper}](/book/{r['chapter']}.md) | {_cell(r['claim'])} | "
-                     f"{_profile_link(r, rendered, root)} | {_cell(r['effect'])} | "
-                     f"{_cell(r['seeds'])} | {_cell(r.get('delta'))} | {_verdict(r['verdict'])} |")
+                     f"{_profile_link(r, rendered, root)} | {_verdict(r['verdict'])} | "
+                     f"{_cell(r['seeds'])} | {_cell(r.get('delta'))} | {_cell(r['effect'])} |")
     return "\n".join(lines)
 
 
