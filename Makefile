@@ -18,12 +18,13 @@ KERNEL ?= mlmlib
 CHROMIUM ?= /usr/bin/chromium
 export CHROMIUM
 
-.PHONY: book run html test test-fast test-slurm lab kernel clean-runs help
+.PHONY: book run html test test-fast rehearse test-slurm lab kernel clean-runs help
 
 help:
 	@echo "make book     set up .venv, run the $(PROFILE) profile, build the book"
-	@echo "make test     run the test suite"
+	@echo "make test     run the test suite (the plan rehearsals apart: make rehearse)"
 	@echo "make test-fast   the unit tests only (no notebooks, no book build)"
+	@echo "make rehearse    every entry of the paper and cpu plans at tiny size, offline"
 	@echo "make test-slurm  the SLURM executor on a one-node SLURM on this machine (root, apt-get)"
 	@echo "make lab      open the notebooks in JupyterLab with the project kernel"
 	@echo "make book PROFILE=paper   paper-scale runs (GPUs, network)"
@@ -62,7 +63,12 @@ $(CHROMIUM):
 	fi
 
 test: $(VENV)/.installed $(CHROMIUM)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m "not rehearsal"
+
+# The paper and cpu plans, every entry at tiny size, offline, through the real notebooks: run it
+# before spending GPU (or hours of CPU) time on a changed plan. CI runs it after `make test`.
+rehearse: $(VENV)/.installed
+	$(PY) -m pytest -q -m rehearsal
 
 # The SLURM executor on a one-node SLURM started on this machine (root and apt-get), stopped after.
 test-slurm: $(VENV)/.installed

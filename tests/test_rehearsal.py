@@ -112,11 +112,13 @@ def _rehearse_offline(profile: str, tmp_path: Path, timeout: int) -> dict[str, d
 
 
 @pytest.mark.slow
+@pytest.mark.rehearsal
 def test_the_whole_paper_plan_rehearses_offline(tmp_path):
     _rehearse_offline("paper", tmp_path, timeout=1500)
 
 
 @pytest.mark.slow
+@pytest.mark.rehearsal
 def test_the_whole_cpu_plan_rehearses_offline(tmp_path):
     """Every entry of the cpu plan at tiny size, the MiniLM base of A5, C1 and C2 and an A3 seed
     that fine-tunes a pretraining seed other than 0 included (no other test runs them: an A5 that
