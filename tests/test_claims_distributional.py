@@ -155,6 +155,55 @@ def test_a_control_inside_the_margin_is_equivalent():
     assert shuffled_verdict(noisy) == stats.NOT_RESOLVED
 
 
+def _diff(low, high, n=21):
+    return Interval((low + high) / 2, low, high, n)
+
+
+@pytest.mark.parametrize("parts, verdict", [
+    ([(0.136, 0.189), (0.188, 0.236)], stats.REPRODUCED),            # both clear zero
+    ([(0.001, 0.2), (-0.05, -0.001)], stats.CONTRADICTED),          # one below zero
+    ([(-0.004, 0.027), (-0.009, 0.012)], stats.EQUIVALENT),         # one inside +-0.02, none below -0.02
+    ([(0.05, 0.10), (-0.01, 0.01)], stats.EQUIVALENT),              # one reproduced, one equivalent
+    ([(-0.03, 0.05), (-0.01, 0.01)], stats.NOT_RESOLVED),           # the other may lie below -0.02
+    ([(-0.02, 0.05), (-0.01, 0.01)], stats.NOT_RESOLVED),           # -margin itself is not inside
+    ([(-0.004, 0.027), (-0.010, 0.021)], stats.NOT_RESOLVED),       # neither inside +-0.02
+    ([(-0.01, 0.01), (-0.01, 0.01)], stats.EQUIVALENT),             # as stats.combine: all equivalent
+    ([(0.136, 0.189)], stats.REPRODUCED),                           # one difference: stats.verdict
+])
+def test_a_claim_needing_every_difference_is_judged_by_its_weakest(parts, verdict):
+    diffs = {f"d{i}": _diff(low, high) for i, (low, high) in enumerate(parts)}
+    assert claims.all_above_zero(diffs, margin=0.02) == verdict
+    if len(parts) == 1:
+        assert verdict == stats.verdict(diffs["d0"], "greater", 0.02)
+
+
+def test_the_weakest_difference_needs_its_seeds():
+    assert claims.all_above_zero({}, margin=0.02) == stats.NOT_RESOLVED
+    few = {"a": _diff(0.1, 0.2), "b": _diff(0.1, 0.2, n=stats.MIN_SEEDS - 1)}
+    assert claims.all_above_zero(few, margin=0.02) == stats.NOT_RESOLVED
+    nan = {"a": _diff(0.1, 0.2), "b": Interval(float("nan"), float("nan"), float("nan"), 0)}
+    assert claims.all_above_zero(nan, margin=0.02) == stats.NOT_RESOLVED
+
+
+def test_sample_efficiency_equivalent_when_with_learns_no_faster_than_scratch():
+    # WITH ahead of WITHOUT by 0.01 give or take 0.03, level with scratch: the claim's advantage over
+    # scratch is inside +-0.02, so the claim reads equivalent, not unresolved
+    level = {**PAPER, "without": {**PAPER["without"], "A-D1": (0.79, 0.84, 0.89)},
+             "scratch": {**PAPER["scratch"], "A-D1": PAPER["with"]["A-D1"]}}
+
+    def noisy_without(model, seed):
+        return {"without": 0.03}.get(model, 0.0) * (-1) ** seed
+
+    rows = synthetic_rows(level, seeds=tuple(range(8)), jitter=noisy_without)
+    diffs = claims.differences(rows, margin=0.02)
+    efficiency = diffs[diffs.claim == claims.SYNTHETIC_CLAIMS["efficiency"]].set_index("difference")
+    parts = {name: stats.verdict(Interval(d["mean"], d["low"], d["high"], d["seeds"]), "greater", 0.02)
+             for name, d in efficiency.iterrows()}
+    assert parts == {"WITH - WITHOUT": stats.NOT_RESOLVED, "WITH - scratch": stats.EQUIVALENT}
+    assert stats.combine(parts.values()) == stats.NOT_RESOLVED  # verdicts alone cannot tell
+    assert by_claim(claims.claims(rows, margin=0.02))["Sample efficiency"] == stats.EQUIVALENT
+
+
 def test_differences_are_the_intervals_behind_the_verdicts():
     frame = synthetic_rows(fractions=(0.0, 0.5))
     diffs = claims.differences(frame, margin=0.02)
