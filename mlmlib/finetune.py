@@ -109,20 +109,28 @@ def _autocast(device: torch.device, setting):
 
 @torch.no_grad()
 def predict(model: nn.Module, data: dict, batch_size: int = 256, bf16="auto") -> np.ndarray:
-    """Class probabilities (N, C) for a classifier; raw predictions (N, 1) for a regressor."""
+    """Class probabilities (N, C) for a classifier; raw predictions (N, 1) for a regressor.
+
+    Examples go through in batches of similar length (sorted by length, stable), so a batch
+    pads to its own longest example rather than the split's: on short texts (WordNet glosses,
+    median 13 of 48 tokens) that is several times less work. The rows come back in input order.
+    """
     check_task_data(data, labels=False)
     was_training = model.training
     model.eval()
     device = _device(model)
-    n = data["input_ids"].shape[0]
+    order = torch.argsort(data["attention_mask"].sum(1), stable=True)
     out = []
-    for start in range(0, n, batch_size):
-        idx = torch.arange(start, min(start + batch_size, n))
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
         with _autocast(device, bf16):
             logits = model(**_slice(data, idx, device)).logits.float()
         out.append(logits if logits.shape[-1] == 1 else torch.softmax(logits, -1))
     model.train(was_training)
-    return torch.cat(out).cpu().numpy()
+    probs = torch.cat(out).cpu() if out else torch.zeros(0, 0)
+    result = torch.empty_like(probs)
+    result[order] = probs
+    return result.numpy()
 
 
 def metrics_from_probs(probs: np.ndarray, labels) -> dict:

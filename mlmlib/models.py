@@ -290,6 +290,14 @@ class ElectraPair(nn.Module):
         # the generator's output projection stays tied to the shared token embeddings.
         generator.electra.embeddings = discriminator.electra.embeddings
         generator.generator_lm_head.weight = discriminator.electra.embeddings.word_embeddings.weight
+        self.generator_encoder_frozen = False
+
+    def freeze_generator_encoder(self) -> None:
+        """Stop training the generator's transformer layers: its head (and the shared embeddings)
+        still train, and the training loop runs those layers without building a graph."""
+        for param in self.generator.electra.encoder.parameters():
+            param.requires_grad = False
+        self.generator_encoder_frozen = True
 
     def get_input_embeddings(self) -> nn.Embedding:
         """The shared token embedding layer."""
@@ -351,27 +359,50 @@ def size_of(config) -> ModelSize:
                      dropout=config.hidden_dropout_prob, pad_id=config.pad_token_id or 0)
 
 
+GENERATORS = ("fresh", "copy")  # electra_from_bert: a new narrower generator, or the BERT MLM itself
+
+
 def electra_from_bert(bert: PreTrainedModel, generator_fraction: float = 0.25, *,
-                      seed: int | None = None) -> ElectraPair:
+                      seed: int | None = None, generator: str = "fresh") -> ElectraPair:
     """An ELECTRA pair whose discriminator starts from a pretrained BERT's encoder.
 
     ELECTRA without factorised embeddings is BERT's encoder under another name: embeddings and
     layers copy one to one (`bert.*` -> `electra.*`; BERT's pooler has no counterpart). The
-    discriminator's head and the narrower generator start fresh; the generator shares the
-    (pretrained) embeddings, as in ELECTRA. Why our own: transformers converts BERT checkpoints
-    to BERT classes only.
+    discriminator's head starts fresh. `generator="fresh"`: a new generator `generator_fraction`
+    as wide, sharing the (pretrained) embeddings, as in ELECTRA. `generator="copy"`: the
+    generator is `bert` itself, a BertForMaskedLM, as wide as the discriminator (its MLM head maps
+    one to one: BERT's transform is ELECTRA's generator_predictions, its decoder bias the LM
+    head's bias, the decoder tied to the shared embeddings in both). Why our own: transformers
+    converts BERT checkpoints to BERT classes only.
     """
-    pair = electra(size_of(bert.config), generator_fraction, seed=seed)
-    state = {"electra." + k.split(".", 1)[1]: v for k, v in bert.state_dict().items()
-             if k.startswith("bert.") and ".pooler." not in k}
-    if not state:
+    if generator not in GENERATORS:
+        raise ValueError(f"generator must be one of {GENERATORS}, got {generator!r}")
+    pair = electra(size_of(bert.config), 1.0 if generator == "copy" else generator_fraction, seed=seed)
+    encoder = {"electra." + k.split(".", 1)[1]: v for k, v in bert.state_dict().items()
+               if k.startswith("bert.") and ".pooler." not in k}
+    if not encoder:
         raise ValueError("electra_from_bert: the model holds no 'bert.*' encoder weights")
-    missing, unexpected = pair.discriminator.load_state_dict(state, strict=False)
-    missing = [k for k in missing if k.startswith("electra.")]
-    if missing or unexpected:
-        raise ValueError(f"electra_from_bert: the BERT encoder does not match ELECTRA's: "
-                         f"missing {missing[:5]}, unexpected {unexpected[:5]}")
+    _load_part(pair.discriminator, encoder, "electra.", "the BERT encoder")
+    if generator == "copy":
+        head = bert.state_dict()
+        if "cls.predictions.bias" not in head:
+            raise ValueError("electra_from_bert: generator='copy' needs a BertForMaskedLM (an MLM head)")
+        if bert.config.hidden_act != "gelu":  # ELECTRA's generator head applies GELU whatever its config
+            raise ValueError(f"electra_from_bert: generator='copy' needs a GELU head, got {bert.config.hidden_act!r}")
+        heads = {f"generator_predictions.{part}": head[f"cls.predictions.transform.{part}"]
+                 for part in ("dense.weight", "dense.bias", "LayerNorm.weight", "LayerNorm.bias")}
+        heads["generator_lm_head.bias"] = head["cls.predictions.bias"]
+        _load_part(pair.generator, encoder | heads, "", "the BERT masked LM")
     return pair
+
+
+def _load_part(model: nn.Module, state: dict, prefix: str, what: str) -> None:
+    """Load `state` into `model`; every parameter under `prefix` (all: "") must be in it."""
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [k for k in missing if k.startswith(prefix) and not k.endswith("generator_lm_head.weight")]
+    if missing or unexpected:
+        raise ValueError(f"electra_from_bert: {what} does not match ELECTRA's: "
+                         f"missing {missing[:5]}, unexpected {unexpected[:5]}")
 
 
 # ---- final weights: safetensors + config JSON, for a pretrained base shared across runs ----

@@ -108,18 +108,26 @@ class HookOutput:
     disc_weights: torch.Tensor | None = None  # (B, L) weights of the discriminator loss
     extra_loss: torch.Tensor | None = None  # scalar added to the total loss
     stats: dict[str, float] = field(default_factory=dict)  # averaged over the log window
+    samples: torch.Tensor | None = None  # (N,) ELECTRA: what the discriminator sees at masked
+    # positions instead of the generator's samples (the generator's own loss is unchanged)
 
 
 Hook = Callable[[MaskedStep], "HookOutput | None"]
 
 
-def masked_lm_logits(model: nn.Module, input_ids, attention_mask, masked) -> torch.Tensor:
-    """MLM logits at masked positions only, (N, V): encoder, gather, then the LM head."""
+def masked_lm_logits(model: nn.Module, input_ids, attention_mask, masked, *,
+                     encoder_grad: bool = True) -> torch.Tensor:
+    """MLM logits at masked positions only, (N, V): encoder, gather, then the LM head.
+
+    `encoder_grad=False` runs the encoder without a graph (a frozen encoder under a trained
+    head: no backward pass through its layers)."""
     if isinstance(model, BertForMaskedLM):
-        hidden = model.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        with torch.set_grad_enabled(encoder_grad and torch.is_grad_enabled()):
+            hidden = model.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         return model.cls(hidden[masked])
     if isinstance(model, ElectraForMaskedLM):
-        hidden = model.electra(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        with torch.set_grad_enabled(encoder_grad and torch.is_grad_enabled()):
+            hidden = model.electra(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         return model.generator_lm_head(model.generator_predictions(hidden[masked]))
     # Any other masked LM: correct, but pays for the full-vocabulary projection.
     return model(input_ids=input_ids, attention_mask=attention_mask).logits[masked]
@@ -149,6 +157,11 @@ def _check_hook_output(out: HookOutput, n: int, shape, objective: str) -> None:
             raise ValueError(f"HookOutput.{name} must have shape {tuple(shape)}, got {tuple(value.shape)}")
     if out.extra_loss is not None and out.extra_loss.numel() != 1:
         raise ValueError("HookOutput.extra_loss must be a scalar tensor")
+    if out.samples is not None:
+        if objective != "electra":
+            raise ValueError("HookOutput.samples only applies to objective='electra'")
+        if tuple(out.samples.shape) != (n,):
+            raise ValueError(f"HookOutput.samples must have shape ({n},), got {tuple(out.samples.shape)}")
 
 
 class Objective(nn.Module):
@@ -199,12 +212,16 @@ class Objective(nn.Module):
         pair: ElectraPair = self.model
         cfg = self.config
         targets = input_ids[masked]
-        logits = masked_lm_logits(pair.generator, corrupted, attention_mask, masked)
+        logits = masked_lm_logits(pair.generator, corrupted, attention_mask, masked,
+                                  encoder_grad=not pair.generator_encoder_frozen)
         with torch.no_grad():  # sampling is not differentiated (ELECTRA's stop-gradient)
             samples = sample_logits(logits.detach(), cfg.temperature, sample_gen)
         disc_input = input_ids.masked_scatter(masked, samples)
         out = self._call_hook(step, input_ids, attention_mask, masked, targets, logits, samples,
                               pair.get_input_embeddings().weight, disc_input)
+        if out.samples is not None:  # the hook's replacements (e.g. injected synonyms)
+            samples = out.samples.to(samples.dtype)
+            disc_input = input_ids.masked_scatter(masked, samples)
         labels = out.disc_labels if out.disc_labels is not None else (disc_input != input_ids)
         labels = labels.float()
         gen_loss = _weighted_mean(F.cross_entropy(logits.float(), targets, reduction="none"),

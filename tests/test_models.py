@@ -67,6 +67,27 @@ def test_electra_from_bert_runs_the_bert_encoder_and_starts_its_heads_fresh():
         electra_from_bert(fresh, seed=0)
 
 
+def test_electra_from_bert_can_take_the_masked_lm_itself_as_its_generator():
+    bert = bert_mlm(SIZE, seed=0).eval()
+    pair = electra_from_bert(bert, seed=1, generator="copy")
+    gen = pair.generator.eval()
+    assert gen.config.hidden_size == SIZE.hidden  # as wide as the discriminator
+    ids = torch.randint(0, SIZE.vocab_size, (2, 12))
+    with torch.no_grad():
+        same = torch.allclose(gen(ids).logits, bert(ids).logits, atol=1e-6)
+    assert same  # encoder and MLM head copied: the generator predicts what the masked LM does
+    assert gen.generator_lm_head.weight is pair.discriminator.electra.embeddings.word_embeddings.weight
+    pair.freeze_generator_encoder()
+    trainable = {name for name, p in gen.named_parameters() if p.requires_grad}
+    assert not any(".encoder." in name for name in trainable)
+    assert {"generator_predictions.dense.weight", "generator_lm_head.bias"} <= trainable
+    assert pair.discriminator.electra.encoder.layer[0].output.dense.weight.requires_grad
+    with pytest.raises(ValueError, match="generator must be one of"):
+        electra_from_bert(bert, generator="big")
+    with pytest.raises(ValueError, match="needs a BertForMaskedLM"):
+        electra_from_bert(bert_classifier(SIZE, 2, seed=0), generator="copy")
+
+
 def test_save_load_roundtrip(tmp_path):
     pair = electra(SIZE, seed=1)
     save_model(pair, tmp_path / "pair")

@@ -7,7 +7,7 @@ import torch
 
 from mlmlib.checkpoint import latest
 from mlmlib.masking import mask_tokens
-from mlmlib.models import ModelSize, bert_mlm, electra
+from mlmlib.models import ModelSize, bert_mlm, electra, electra_from_bert
 from mlmlib.pretrain import HookOutput, Objective, PretrainConfig, masked_lm_logits, pretrain
 
 V, MASK, NSPEC = 50, 4, 5
@@ -96,6 +96,54 @@ def test_electra_labels_are_exact_match():
     again = pretrain(electra(SIZE, seed=0), data, cfg(objective="electra", steps=2),
                      mask_id=MASK, num_special=NSPEC, hook=relabel)
     assert again[-1]["loss"] == history[-1]["loss"]
+
+
+def test_hook_samples_are_what_the_discriminator_sees():
+    data = make_data()
+    seen, originals = [], []
+
+    def originals_back(step):  # every masked position gets its original token back
+        originals.append(step.input_ids)
+        assert not torch.equal(step.corrupted_ids, step.input_ids)  # the generator's samples
+        return HookOutput(samples=step.targets)
+
+    pair = electra(SIZE, seed=0)
+    pair.discriminator.register_forward_hook(
+        lambda module, args, kwargs, out: seen.append(kwargs["input_ids"]), with_kwargs=True)
+    history = pretrain(pair, data, cfg(objective="electra", steps=2), mask_id=MASK,
+                       num_special=NSPEC, hook=originals_back)
+    plain = pretrain(electra(SIZE, seed=0), data, cfg(objective="electra", steps=2), mask_id=MASK,
+                     num_special=NSPEC)
+    assert history[-1]["replaced_frac"] == 0.0 and plain[-1]["replaced_frac"] > 0.5
+    assert history[-1]["gen_loss"] == pytest.approx(plain[-1]["gen_loss"], rel=1e-3)  # its own loss stays
+    assert len(seen) == len(originals) == 2
+    assert all(torch.equal(disc, ids) for disc, ids in zip(seen, originals))
+    with pytest.raises(ValueError, match="samples only applies to objective='electra'"):
+        pretrain(bert_mlm(SIZE, seed=0), data, cfg(steps=1), mask_id=MASK, num_special=NSPEC,
+                 hook=lambda step: HookOutput(samples=step.targets))
+    with pytest.raises(ValueError, match=r"samples must have shape"):
+        pretrain(electra(SIZE, seed=0), data, cfg(objective="electra", steps=1), mask_id=MASK,
+                 num_special=NSPEC, hook=lambda step: HookOutput(samples=step.targets[:1]))
+
+
+def test_a_frozen_generator_encoder_gets_no_gradient_and_the_same_loss():
+    data = make_data()
+    ids, attention, corrupted, masked = fixed_batch(data)
+    losses = []
+    for freeze in (False, True):
+        pair = electra_from_bert(bert_mlm(SIZE, seed=0), seed=1, generator="copy")
+        if freeze:
+            pair.freeze_generator_encoder()
+        pair.eval()  # no dropout: the two forward passes must agree
+        loss, _ = Objective(pair, cfg(objective="electra"))(1, ids, attention, corrupted, masked,
+                                                           torch.Generator().manual_seed(0))
+        loss.backward()
+        losses.append(loss.item())
+    gen = pair.generator
+    assert all(p.grad is None for p in gen.electra.encoder.parameters())
+    assert gen.generator_predictions.dense.weight.grad is not None
+    assert pair.discriminator.electra.encoder.layer[0].output.dense.weight.grad is not None
+    assert losses[0] == pytest.approx(losses[1], rel=1e-5)
 
 
 def test_hook_zero_weight_gives_zero_gradient():
