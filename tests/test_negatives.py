@@ -43,6 +43,23 @@ def test_lookup_ignores_out_of_range_and_mapping_vocab():
     assert sorted(lk.partners(ID["good"])) == [ID["great"], ID["fine"]]
 
 
+def test_sample_partners_draws_each_partner_and_only_partners(lookup):
+    targets = ids("good", "car", "red", "bad").repeat(500)
+    first = lookup.sample_partners(targets, torch.Generator().manual_seed(0))
+    again = lookup.sample_partners(targets, torch.Generator().manual_seed(0))
+    assert torch.equal(first, again)  # seeded
+    drawn = {t: set() for t in ("good", "car", "red", "bad")}
+    for t, p in zip(targets.tolist(), first.tolist()):
+        drawn[VOCAB[t]].add(p)
+    assert drawn["good"] == {ID["great"], ID["fine"]} and drawn["car"] == {ID["auto"]}
+    assert drawn["red"] == {-1} and drawn["bad"] == {-1}  # no partner: -1
+    good = first[targets == ID["good"]]
+    assert 0.4 < (good == ID["great"]).float().mean() < 0.6  # uniform over the partners
+    assert lookup.sample_partners(torch.tensor([V + 2, -1]), torch.Generator()).tolist() == [-1, -1]
+    empty = neg.PairLookup(torch.zeros(0, dtype=torch.long), V)
+    assert empty.sample_partners(ids("good"), torch.Generator()).tolist() == [-1]
+
+
 def test_object_table_with_synonyms_method():
     class Table:
         def synonyms(self, word, pos=None):

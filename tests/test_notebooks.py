@@ -68,19 +68,28 @@ REHEARSED = [f"{p.stem}-rehearsal" for p in sorted((ROOT / "notebooks" / "plans"
 
 @pytest.mark.parametrize("profile", available_profiles() + REHEARSED)
 def test_runs_that_need_the_base_use_the_base_built_before_them(profile):
-    """A5, C1 and C2 load the base that the base_model run built (with other base_* values they
-    would build their own beside it, and runs side by side would wait on its cache lock)."""
+    """A5, C1 and C2, and B1 with the base's generator, load the base that the base_model run
+    built (with other base_* values they would build their own beside it, and runs side by side
+    would wait on its cache lock). B1 names the base `base` and takes the head fit's base_*."""
     runs = load_plan(profile).runs
     built = [_base_params(r) for r in runs if r.notebook == "base_model"]
+    b1 = "B1_true_negatives_pretrain"
     users = [r for r in runs if r.notebook != "base_model" and (
-        any(k.startswith("base_") for k in r.params)
+        (r.notebook == b1 and r.params.get("generator") == "base")
+        or (r.notebook != b1 and any(k.startswith("base_") for k in r.params))
         or r.notebook in ("A5_real_finetune_perturb", "C1_task_scores", "C2_selective_mlm"))]
     assert built and users
     for run in users:
         if profile == "test" and run.notebook == "A5_real_finetune_perturb":
             continue  # the test plan's A5 trains its own, smaller base (4 steps)
         assert "base_model" in run.needs, (profile, run.notebook)
-        assert _base_params(run) in built, (profile, run.notebook, _base_params(run))
+        params = _base_params(run)
+        if run.notebook == b1:
+            params |= {"base_model": run.params["base"], "base_tokenizer": run.params["tokenizer"]}
+            built_here = [{k: b[k] for k in params} for b in built]
+        else:
+            built_here = built
+        assert params in built_here, (profile, run.notebook, params)
 
 
 # Paper B's defaults are the paper's (WordNet table, temperature 1), as its library's are; the smoke

@@ -18,7 +18,7 @@ from mlmlib.finetune import FinetuneConfig
 from mlmlib.models import ModelSize, electra
 from mlmlib.papers.true_negatives import experiment as tn
 from mlmlib.papers.true_negatives import negatives as neg
-from mlmlib.pretrain import Objective, PretrainConfig
+from mlmlib.pretrain import MaskedStep, Objective, PretrainConfig
 from mlmlib.runs.plans import notebook_parameters, notebooks_dir
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -202,6 +202,77 @@ def test_relabel_changes_exactly_the_false_negative_labels():
     assert not torch.allclose(logits.grad, 50.0 * (torch.sigmoid(logits.detach()) - exact_match) / ids.numel())
 
 
+def test_injection_puts_a_synonym_at_every_masked_whole_word_at_rate_one():
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(len(SPECIALS), len(SPECIALS) + len(WORDS), (6, 16), generator=gen)
+    ids[0, 5] = VOCAB.index("##x")  # a piece is never given a synonym, nor the word before it
+    masked = torch.rand(ids.shape, generator=gen) < 0.5
+    masked[0, 4:6] = True
+    samples = torch.full((int(masked.sum()),), SPECIALS.index("[UNK]"))  # recognisable non-words
+    step = MaskedStep(1, ids, None, masked, ids[masked], None, samples, None,
+                      ids.masked_scatter(masked, samples))
+    monitor = tn.NegativesMonitor(tn.ArmConfig("electra", "none"), all_pairs(), VOCAB,
+                                  injection=tn.Injection(all_pairs(), rate=1.0))
+    new, put = monitor.inject(step)
+    words = torch.ones_like(masked)
+    words[0, 4:6] = False
+    assert torch.equal(put, words[masked])
+    assert all(int(p) in all_pairs().partners(int(t)) for t, p in zip(ids[masked][put], new.samples[put]))
+    assert torch.all(new.samples[~put] == samples[~put])
+    assert torch.equal(new.corrupted_ids, ids.masked_scatter(masked, new.samples))
+    half = tn.NegativesMonitor(tn.ArmConfig("electra", "none"), all_pairs(), VOCAB,
+                               injection=tn.Injection(all_pairs(), rate=0.5), seed=1)
+    assert 0.3 < float(half.inject(step)[1].float().mean()) < 0.7
+    with pytest.raises(ValueError, match=r"synonym_rate must be in \[0, 1\]"):
+        tn.Injection(all_pairs(), rate=1.5)
+
+
+def test_injected_synonyms_are_what_the_discriminator_sees_and_what_shield_corrects():
+    torch.manual_seed(0)
+    pair = electra(SIZE, 0.5, seed=0)
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(len(SPECIALS), len(SPECIALS) + len(WORDS), (6, 16), generator=gen)
+    ids[:, 0], ids[:, -1] = 2, 3
+    masked = torch.rand(ids.shape, generator=gen) < 0.5
+    masked[:, 0] = masked[:, -1] = False
+    corrupted = ids.masked_fill(masked, MASK)
+    seen = {}
+
+    def capture(module, args, kwargs, output):
+        output.logits.retain_grad()
+        seen["disc"], seen["logits"] = kwargs["input_ids"], output.logits
+
+    pair.discriminator.register_forward_hook(capture, with_kwargs=True)
+    monitor = tn.NegativesMonitor(tn.ArmConfig("electra", "shield"), all_pairs(), VOCAB,
+                                  injection=tn.Injection(all_pairs(), rate=1.0), seed=3).attach(pair)
+    outputs = []
+    original_call = monitor.__call__
+    loss, stats = Objective(pair, PretrainConfig(objective="electra"),
+                            lambda step: outputs.append(original_call(step)) or outputs[-1])(
+        1, ids, None, corrupted, masked, torch.Generator().manual_seed(1))
+    loss.backward()
+    injected = outputs[0].samples
+    assert torch.equal(seen["disc"][masked], injected)  # the discriminator sees the injected samples
+    assert 0 < float(stats["injected_frac"]) <= 1
+    assert float(stats["n_fn"]) >= float(stats["injected_frac"]) * int(masked.sum()) > 0
+    assert int((seen["logits"].grad[masked] == 0).sum()) == int(stats["n_fn"])  # shielded: exactly them
+    assert torch.all(seen["logits"].grad[~masked] != 0)
+
+
+def test_start_names_what_a_pretrained_generator_needs():
+    assert tn.Start().key() == {} and tn.Start("minilm-l6").key() == {"base": "minilm-l6"}
+    assert tn.Start("minilm-l6", "base", 5).key() == {"base": "minilm-l6", "generator": "base", "base_steps": 5,
+                                                      "base_max_sentences": 40000, "base_max_length": 64}
+    with pytest.raises(ValueError, match="generator='base' needs a pretrained base"):
+        tn.Start("scratch", "base")
+    with pytest.raises(ValueError, match=r"generator='big': use one of \['fresh', 'base'\]"):
+        tn.Start("minilm-l6", "big")
+    with pytest.raises(ValueError, match="base_steps must be an int >= 1"):
+        tn.Start("minilm-l6", "base", 0)
+    with pytest.raises(ValueError, match="base_max_length must be an int >= 1"):
+        tn.Start("minilm-l6", "base", base_max_length=0)
+
+
 def test_continuation_pieces_are_never_false_negatives():
     monitor = tn.NegativesMonitor(tn.ArmConfig("electra", "none"), all_pairs(), VOCAB)
     ids = torch.tensor([[2, 5, VOCAB.index("##x"), 6, 7, 3]])
@@ -232,7 +303,7 @@ def test_pretrain_arm_logs_false_negative_statistics():
 SHIELD = tn.ArmConfig("electra", "shield")
 
 
-def _arm_run(tmp_path, arm=SHIELD, kill_at=None):
+def _arm_run(tmp_path, arm=SHIELD, kill_at=None, injection=None):
     """pretrain_arm with checkpoints every 2 steps; kill_at: the step at which it is killed."""
     gen = torch.Generator().manual_seed(0)
     ids = torch.randint(len(SPECIALS), len(VOCAB) - 2, (16, 12), generator=gen)
@@ -251,7 +322,7 @@ def _arm_run(tmp_path, arm=SHIELD, kill_at=None):
             mp.setattr(tn.NegativesMonitor, "__call__", killing)
         result = tn.pretrain_arm(arm, tables, VOCAB, data, SIZE, config, mask_id=MASK,
                                  num_special=len(SPECIALS), generator_fraction=0.5,
-                                 checkpoint_dir=tmp_path)
+                                 checkpoint_dir=tmp_path, injection=injection)
     drop = ("tokens_per_s", "wall_s")
     return [{k: v for k, v in r.items() if k not in drop} for r in result.history], \
         result.top_false_negatives
@@ -266,6 +337,16 @@ def test_a_killed_or_finished_arm_reruns_to_the_same_statistics(tmp_path):
     assert _arm_run(tmp_path / "killed") == full
     # already finished (killed later, during fine-tuning): training returns at once, same rows
     assert _arm_run(tmp_path / "full") == full
+
+
+def test_an_arm_with_injected_synonyms_resumes_its_draws_where_they_stopped(tmp_path):
+    injection = tn.Injection(all_pairs(), rate=0.5)
+    full = _arm_run(tmp_path / "full", injection=injection)
+    assert all(0 < row["injected_frac"] < 1 for row in full[0])
+    with pytest.raises(KeyboardInterrupt):
+        _arm_run(tmp_path / "killed", kill_at=5, injection=injection)
+    assert _arm_run(tmp_path / "killed", injection=injection) == full
+    assert _arm_run(tmp_path / "plain")[0] != full[0]  # and it changes the run
 
 
 def test_another_arm_never_resumes_this_arms_checkpoint(tmp_path, capsys):

@@ -50,16 +50,20 @@ MEASURES = {"test_accuracy": "test accuracy", "robustness_drop": "drop under syn
 
 
 def false_negative_table(training: pd.DataFrame) -> pd.DataFrame:
-    """Per arm: mean false-negative rates over logging windows, zero windows, Spearman rho with generator accuracy."""
+    """Per arm: mean false-negative rates over logging windows, zero windows, Spearman rho with
+    generator accuracy; and, where B1 injected synonyms (`synonym_rate`), the share of masked
+    tokens that were injected ones, so that a rate made by the injection is read as such."""
     if not len(training):
         return pd.DataFrame()
     rows = []
     for arm, part in training.groupby("arm"):
-        rows.append({"arm": arm, "fn_rate_replaced": stats.mean_ci(part["fn_rate_replaced"]).mean,
-                     "fn_rate_masked": stats.mean_ci(part["fn_rate_masked"]).mean,
-                     "zero_windows": int((part["fn_rate_replaced"] == 0).sum()), "windows": len(part),
-                     "spearman_with_generator_acc": _spearman(part["generator_acc"],
-                                                              part["fn_rate_replaced"])})
+        row = {"arm": arm, "fn_rate_replaced": stats.mean_ci(part["fn_rate_replaced"]).mean,
+               "fn_rate_masked": stats.mean_ci(part["fn_rate_masked"]).mean,
+               "zero_windows": int((part["fn_rate_replaced"] == 0).sum()), "windows": len(part),
+               "spearman_with_generator_acc": _spearman(part["generator_acc"], part["fn_rate_replaced"])}
+        if "injected_frac" in part and part["injected_frac"].notna().any():
+            row["injected_of_masked"] = float(part["injected_frac"].mean())
+        rows.append(row)
     return pd.DataFrame(rows)
 
 

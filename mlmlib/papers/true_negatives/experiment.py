@@ -288,18 +288,46 @@ def parse_arm(spec: str, **settings) -> ArmConfig:
 # --------------------------------------------------------------------------- the hook
 
 
+@dataclass
+class Injection:
+    """Synonyms put into ELECTRA's generator samples: a CPU-scale stand-in, not the paper's method.
+
+    At a masked whole word whose original has a partner in `table`, the generator's sample is
+    replaced, with probability `rate`, by one of those partners drawn uniformly. Why: no
+    generator that runs here samples synonyms often enough for the corrections to act (a fresh
+    one 0.15% of replaced tokens, MiniLM's fitted head none from WordNet's table; paper_b.md),
+    so the stand-in makes the paper's premise, generator samples that include true synonyms,
+    hold at a known rate. `table`: WordNet's pairs that the correction may use, never the
+    held-out ones that the robustness test swaps in.
+    """
+
+    table: neg.PairLookup
+    rate: float
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.rate <= 1.0:
+            raise ValueError(f"synonym_rate must be in [0, 1], got {self.rate!r}")
+
+
 class NegativesMonitor:
     """Training-step hook of one arm: whole-word false negatives, HC/SR, and accuracy by kind.
 
     The discriminator is watched with a forward hook: the step hook runs before the
     discriminator, so its accuracy on original / replaced / false-negative positions is taken
-    from the discriminator's output of the same step and summed per log window.
+    from the discriminator's output of the same step and summed per log window. With an
+    `injection`, synonyms replace some generator samples first (seeded by `seed`); the
+    discriminator, the detection and the statistics then see the injected samples.
     """
 
     def __init__(self, arm: ArmConfig, table: neg.PairLookup, vocab: Sequence[str], *,
-                 log_every: int = 10, top_pairs: int = 20) -> None:
+                 log_every: int = 10, top_pairs: int = 20, injection: Injection | None = None,
+                 seed: int = 0) -> None:
         self.arm = arm
         self.table = table
+        self.injection = injection
+        self.seed = seed
+        self._inject_rng: torch.Generator | None = None
+        self._inject_state: torch.Tensor | None = None  # restored state, applied at first use
         self.inner = neg.make_hook(arm.method, table, lam=arm.lam, eps=arm.eps, tau=arm.tau,
                                    apply_to=arm.target)
         # Vectorised whole-word test: one bool per vocabulary entry.
@@ -319,8 +347,27 @@ class NegativesMonitor:
         after[:, :-1] = cont[step.input_ids[:, 1:]] | cont[step.corrupted_ids[:, 1:]]
         return ~here & ~after
 
+    def inject(self, step: MaskedStep) -> tuple[MaskedStep, torch.Tensor]:
+        """The step with synonyms injected into its samples, and where they were put, (N,)."""
+        if self._inject_rng is None or self._inject_rng.device != step.targets.device:
+            self._inject_rng = torch.Generator(device=step.targets.device).manual_seed(self.seed + 7)
+            if self._inject_state is not None:
+                self._inject_rng.set_state(self._inject_state)
+        whole = self.whole_word_positions(step)[step.masked]
+        partner = self.injection.table.sample_partners(step.targets, self._inject_rng)
+        draw = torch.rand(step.targets.shape, generator=self._inject_rng, device=step.targets.device)
+        put = whole & (partner >= 0) & (draw < self.injection.rate)
+        samples = torch.where(put, partner, step.samples)
+        corrupted = step.input_ids.masked_scatter(step.masked, samples.to(step.input_ids.dtype))
+        return dataclasses.replace(step, samples=samples, corrupted_ids=corrupted), put
+
     def __call__(self, step: MaskedStep) -> HookOutput:
-        """Detect whole-word false negatives, apply the arm's method, log its statistics."""
+        """Inject synonyms (if set), detect whole-word false negatives, apply the arm's method,
+        log its statistics."""
+        injected = None
+        if self.injection is not None:
+            step, put = self.inject(step)
+            injected = step.samples
         samples = step.samples
         if self.arm.whole_words:
             ok = self.whole_word_positions(step)[step.masked]
@@ -336,7 +383,11 @@ class NegativesMonitor:
             self._pending = (step.step, step.corrupted_ids != step.input_ids,
                              neg.to_positions(fn, step.masked, False), step.attention_mask)
         # The training loop accepts only its own HookOutput class: same fields, copied over.
-        return HookOutput(**{f.name: getattr(out, f.name) for f in dataclasses.fields(HookOutput)})
+        fields = {f.name: getattr(out, f.name, None) for f in dataclasses.fields(HookOutput)}
+        if injected is not None:
+            fields["samples"] = injected
+            fields["stats"] = {**fields["stats"], "injected_frac": float(put.float().mean()) if put.numel() else 0.0}
+        return HookOutput(**fields)
 
     def _on_discriminator(self, module, args, output) -> None:
         if self._pending is None or not module.training:
@@ -380,21 +431,31 @@ class NegativesMonitor:
         """Everything that decides what this hook does: a checkpoint of another arm is not resumed."""
         from mlmlib.checkpoint import tensors_digest
 
-        return {"arm": dataclasses.asdict(self.arm), "log_every": self.log_every,
-                "top_pairs": self.top_pairs,
-                "table": f"{self.table.source}:{self.table.vocab_size}:{tensors_digest([self.table.keys])}",
-                "vocab": tensors_digest([self.continuation])}
+        identity = {"arm": dataclasses.asdict(self.arm), "log_every": self.log_every,
+                    "top_pairs": self.top_pairs,
+                    "table": f"{self.table.source}:{self.table.vocab_size}:{tensors_digest([self.table.keys])}",
+                    "vocab": tensors_digest([self.continuation])}
+        if self.injection is not None:  # the key of a run without injection stays as it was
+            identity["injection"] = {"rate": self.injection.rate, "seed": self.seed,
+                                     "table": tensors_digest([self.injection.table.keys])}
+        return identity
 
     def state_dict(self) -> dict:
         """The statistics gathered so far (JSON-able): saved in each training checkpoint, so a
         resumed or already finished run records the same statistics as an uninterrupted one."""
-        return {"windows": [[end, sums.tolist()] for end, sums in sorted(self.windows.items())],
-                "pairs": [[a, b, c] for (a, b), c in self.pairs.items()]}
+        state = {"windows": [[end, sums.tolist()] for end, sums in sorted(self.windows.items())],
+                 "pairs": [[a, b, c] for (a, b), c in self.pairs.items()]}
+        if self._inject_rng is not None:  # the injection's draws go on where they stopped
+            state["inject_rng"] = self._inject_rng.get_state().tolist()
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         """Restore the statistics of state_dict()."""
         self.windows = {int(end): np.asarray(sums, dtype=np.float64) for end, sums in state["windows"]}
         self.pairs = Counter({(int(a), int(b)): int(c) for a, b, c in state["pairs"]})
+        if state.get("inject_rng") is not None:
+            self._inject_state = torch.tensor(state["inject_rng"], dtype=torch.uint8)
+            self._inject_rng = None
 
     def top_false_negatives(self, vocab: Sequence[str]) -> list[dict]:
         """The most frequent (original, sample) false-negative pairs seen on log steps."""
@@ -429,6 +490,47 @@ def for_objective(config: PretrainConfig, objective: str, **changes) -> Pretrain
 
 SCRATCH = "scratch"
 BASES = (SCRATCH, "minilm-l6")  # where the arms' encoder starts
+GENERATORS = ("fresh", "base")  # ELECTRA's generator on a pretrained base (Start.generator)
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where every arm's model starts: B1's `base`, `generator` and `base_steps`.
+
+    `generator="fresh"`: the heads and ELECTRA's narrower generator start fresh (seeded).
+    `generator="base"` (a pretrained base only): the base's masked LM with the MLM head fitted on
+    the base model page (`base_steps` steps, the same cached head A5 and C use) is ELECTRA's
+    generator, as wide as the discriminator, its layers frozen and its head trained; the MLM
+    arms continue the same masked LM. Why: a fresh generator samples almost no synonyms in the
+    steps a CPU affords (paper_b.md), and a frozen encoder halves the generator's cost.
+    """
+
+    base: str = SCRATCH
+    generator: str = "fresh"
+    base_steps: int = 300
+    base_max_sentences: int = 40000  # the head fit's corpus sentences and length, as on the base
+    base_max_length: int = 64  # model page (its base_max_sentences, base_max_length)
+
+    def __post_init__(self) -> None:
+        if self.base not in BASES:
+            raise ValueError(f"base={self.base!r}: use one of {list(BASES)}")
+        if self.generator not in GENERATORS:
+            raise ValueError(f"generator={self.generator!r}: use one of {list(GENERATORS)}")
+        if self.generator == "base" and self.base == SCRATCH:
+            raise ValueError(f"generator='base' needs a pretrained base, one of {list(BASES[1:])}; "
+                             f"base={self.base!r} has no masked LM to sample from")
+        for name in ("base_steps", "base_max_sentences", "base_max_length"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")
+
+    def key(self) -> dict:
+        """What a cached warm start depends on (empty from scratch: those keys stay as they were)."""
+        if self.base == SCRATCH:
+            return {}
+        if self.generator == "fresh":
+            return {"base": self.base}
+        return {"base": self.base, "generator": "base", "base_steps": self.base_steps,
+                "base_max_sentences": self.base_max_sentences, "base_max_length": self.base_max_length}
 
 
 def check_base(base: str, tokenizer: str) -> None:
@@ -451,20 +553,37 @@ def encoder_size(base: str, **size) -> ModelSize:
     return minilm.minilm_size()
 
 
+def base_mlm(start: Start):
+    """The base's masked LM with its fitted head, built once by the base model page and cached."""
+    from mlmlib.basemodel import BaseModelConfig, pretrained_base
+
+    config = BaseModelConfig(name=start.base, tokenizer=start.base, steps=start.base_steps,
+                             max_sentences=start.base_max_sentences, max_length=start.base_max_length)
+    model, _, _ = pretrained_base(config, progress=False)
+    return model
+
+
 def build_model(objective: str, size: ModelSize, generator_fraction: float, seed: int,
-                base: str = SCRATCH):
-    """A fresh ELECTRA pair or BERT masked LM of `size`, or one whose encoder is `base`'s.
+                start: Start = Start()):
+    """A fresh ELECTRA pair or BERT masked LM of `size`, or one that starts from `start.base`.
 
     BERT has no factorised embeddings: the MLM arms of a size with a narrower `embedding_size`
     (ELECTRA-small: 128 against hidden 256) get embeddings as wide as their layers.
     From MiniLM (a CPU-scale proxy): the discriminator (ELECTRA) or BERT (MLM) starts from its
-    encoder; the heads and ELECTRA's generator start fresh (seeded), sharing its embeddings.
+    encoder; the rest follows `start.generator` (see `Start`).
     """
-    if base != SCRATCH:
+    if start.base != SCRATCH:
         from mlmlib import minilm
 
-        encoder = minilm.untrained_mlm(seed=seed)
-        return electra_from_bert(encoder, generator_fraction, seed=seed) if objective == "electra" else encoder
+        if start.generator == "fresh":
+            encoder = minilm.untrained_mlm(seed=seed)
+            return electra_from_bert(encoder, generator_fraction, seed=seed) if objective == "electra" else encoder
+        mlm = base_mlm(start)
+        if objective == "mlm":
+            return mlm
+        pair = electra_from_bert(mlm, seed=seed, generator="copy")
+        pair.freeze_generator_encoder()
+        return pair
     if objective == "electra":
         return electra(size, generator_fraction, seed=seed)
     return bert_mlm(dataclasses.replace(size, embedding_size=None), seed=seed)
@@ -472,7 +591,7 @@ def build_model(objective: str, size: ModelSize, generator_fraction: float, seed
 
 def warm_start(objective: str, size: ModelSize, generator_fraction: float, data: dict,
                config: PretrainConfig, *, steps: int, seed: int, mask_id: int, num_special: int,
-               data_key: dict, base: str = SCRATCH) -> torch.nn.Module:
+               data_key: dict, start: Start = Start()) -> torch.nn.Module:
     """A model pretrained without correction for `steps` steps, cached: the arms continue from it.
 
     Why: at smoke scale a generator trained from scratch for a few hundred steps samples
@@ -486,33 +605,38 @@ def warm_start(objective: str, size: ModelSize, generator_fraction: float, data:
 
     warm = for_objective(config, objective, steps=steps, seed=seed)
     key = {"objective": objective, "size": dataclasses.asdict(size), "seed": seed,
-           "generator_fraction": generator_fraction, "config": config_dict(warm), "data": data_key}
-    if base != SCRATCH:  # the key of every scratch warm start stays as it was
-        key["base"] = base
+           "generator_fraction": generator_fraction, "config": config_dict(warm), "data": data_key,
+           **start.key()}
 
     def build(folder):
-        model = build_model(objective, size, generator_fraction, seed, base)
+        model = build_model(objective, size, generator_fraction, seed, start)
         with contextlib.redirect_stdout(io.StringIO()):
             pretrain(model, data, warm, mask_id=mask_id, num_special=num_special, progress=False)
         save_model(model, folder / "model")
 
     folder = cache.cached("true-negatives-warm-start", key, build, code_of=__name__,
                           expect=saved_files())
-    return load_model(folder / "model")
+    model = load_model(folder / "model")
+    if start.generator == "base" and objective == "electra":  # frozen is not saved with the weights
+        model.freeze_generator_encoder()
+    return model
 
 
 def pretrain_arm(
     arm: ArmConfig, tables: Tables, vocab: Sequence[str], data: dict, size: ModelSize,
     config: PretrainConfig, *, mask_id: int, num_special: int, generator_fraction: float = 0.25,
     model: torch.nn.Module | None = None, progress: bool | None = False, checkpoint_dir=None,
-    base: str = SCRATCH,
+    start: Start = Start(), injection: Injection | None = None,
 ) -> ArmResult:
-    """Pretrain one arm (from `model`, else a new one from `base` seeded by config.seed), logging
-    its false negatives."""
+    """Pretrain one arm (from `model`, else a new one from `start` seeded by config.seed), logging
+    its false negatives; `injection` puts synonyms into an ELECTRA generator's samples."""
     config = for_objective(config, arm.objective)
     if model is None:
-        model = build_model(arm.objective, size, generator_fraction, config.seed, base)
-    monitor = NegativesMonitor(arm, tables.correction, vocab, log_every=config.log_every).attach(model)
+        model = build_model(arm.objective, size, generator_fraction, config.seed, start)
+    if arm.objective != "electra":
+        injection = None  # an MLM's false negatives are its own predictions
+    monitor = NegativesMonitor(arm, tables.correction, vocab, log_every=config.log_every,
+                               injection=injection, seed=config.seed).attach(model)
     try:
         history = pretrain(model, data, config, mask_id=mask_id, num_special=num_special,
                            hook=monitor, progress=progress, checkpoint_dir=checkpoint_dir)
@@ -526,7 +650,7 @@ def pretrain_arm(
 def history_rows(result: ArmResult, seed: int) -> list[dict]:
     """The arm's training log as row dicts (JSON-able) for the run record."""
     keep = ("step", "gen_acc", "acc", "disc_acc", "fn_rate_replaced", "fn_rate_masked", "n_fn",
-            "replaced_frac", "disc_acc_original", "disc_acc_replaced", "disc_acc_false_negative",
+            "replaced_frac", "injected_frac", "disc_acc_original", "disc_acc_replaced", "disc_acc_false_negative",
             "loss", "wall_s", "tokens_seen")
     rows = []
     for r in result.history:
@@ -633,17 +757,20 @@ def _subset(split, n: int | None, rng: np.random.Generator):
 
 def prepare_task(name: str, tokenizer, heldout: SynonymTable, *, max_length: int = 64,
                  max_train: int | None = None, max_eval: int | None = None,
-                 substitution_rate: float = 0.5, substitution_pos: str = "unambiguous", seed: int = 0,
+                 max_validation: int | None = None, substitution_rate: float = 0.5,
+                 substitution_pos: str = "unambiguous", seed: int = 0,
                  **load_kwargs) -> TaskData | QATaskData:
     """Load a task, subsample it (seeded), encode it and build its held-out-synonym test set.
 
     Tasks without test labels (GLUE) are tested on their validation split, and 10% of their
-    training split (seeded) picks the best fine-tuning step instead. "squad" is prepared by
-    `prepare_qa_task` (the same splits and limits).
+    training split (seeded) picks the best fine-tuning step instead. `max_eval` limits the test
+    split and, unless `max_validation` is given, the split that picks the step. "squad" is
+    prepared by `prepare_qa_task` (the same splits and limits).
     """
     if name in qa.QA_TASKS:
         return prepare_qa_task(name, tokenizer, heldout, max_length=max_length, max_train=max_train,
-                               max_eval=max_eval, substitution_rate=substitution_rate,
+                               max_eval=max_eval, max_validation=max_validation,
+                               substitution_rate=substitution_rate,
                                substitution_pos=substitution_pos, seed=seed, **load_kwargs)
     from mlmlib.data import load_task
     from mlmlib.tokenize import encode_split
@@ -654,7 +781,7 @@ def prepare_task(name: str, tokenizer, heldout: SynonymTable, *, max_length: int
         data = {"train": parts["train"], "validation": parts["test"], "test": data["validation"]}
     rng = np.random.default_rng(seed)
     train = _subset(data["train"], max_train, rng)
-    validation = _subset(data["validation"], max_eval, rng)
+    validation = _subset(data["validation"], max_eval if max_validation is None else max_validation, rng)
     test = _subset(data["test"], max_eval, rng)
     test = {k: list(test[k]) for k in ("text", "text_pair", "label") if k in test.column_names}
     sub = synonym_test_set(test["text"], test["label"], heldout, rate=substitution_rate, seed=seed,
@@ -736,18 +863,19 @@ class QATaskData:
 
 def prepare_qa_task(name: str, tokenizer, heldout: SynonymTable, *, max_length: int = 128,
                     max_train: int | None = None, max_eval: int | None = None,
-                    substitution_rate: float = 0.5, substitution_pos: str = "unambiguous", seed: int = 0,
+                    max_validation: int | None = None, substitution_rate: float = 0.5,
+                    substitution_pos: str = "unambiguous", seed: int = 0,
                     **load_kwargs) -> QATaskData:
     """SQuAD v1.1 as `prepare_task` prepares a GLUE task: the dev set is the test set, 10% of the
-    training questions (seeded) pick the best fine-tuning step, max_train / max_eval questions at
-    most, windows of max_length tokens."""
+    training questions (seeded) pick the best fine-tuning step, max_train / max_eval
+    (max_validation) questions at most, windows of max_length tokens."""
     if name not in qa.QA_TASKS:
         raise ValueError(f"prepare_qa_task: name={name!r} is not a question-answering task; known: {qa.QA_TASKS}")
     data = qa.load_squad(**load_kwargs)
     parts = data["train"].train_test_split(test_size=0.1, seed=seed)
     rng = np.random.default_rng(seed)
     train = _subset(parts["train"], max_train, rng)
-    validation = _subset(parts["test"], max_eval, rng)
+    validation = _subset(parts["test"], max_eval if max_validation is None else max_validation, rng)
     test = _subset(data["validation"], max_eval, rng).to_dict()
     sub = synonym_test_set(test["question"], [0] * len(test["question"]), heldout, rate=substitution_rate,
                            seed=seed, pos_rule=substitution_pos)
@@ -838,14 +966,16 @@ def run_arms(
     source: str, mask_id: int, num_special: int, generator_fraction: float, data_key: dict,
     warm_start_steps: int = 0, warm_start_seed: int = 0, pooling: str = "mean",
     checkpoint_dir: Path | None = None, log: Callable[[str], Any] | None = print,
-    base: str = SCRATCH,
+    start: Start = Start(), injection: Injection | None = None,
 ) -> ArmRuns:
     """Pretrain every arm with seed config.seed, fine-tune it on every task and seed, then `scratch`.
 
     `tables`: source -> Tables, for `source` (the run's) and every arm's own; `data_key`
     identifies `data` in the warm start's cache key. With config.checkpoint_every, each arm
-    checkpoints in a subfolder of `checkpoint_dir`. Every arm starts from `base` (its encoder);
-    `scratch` is always the same encoder randomly initialised. Everything is checked before training.
+    checkpoints in a subfolder of `checkpoint_dir`. Every arm starts from `start` (see `Start`);
+    `scratch` is always the same encoder randomly initialised. `injection`: synonyms put into
+    the ELECTRA arms' generator samples (the same draws in every arm of the seed until their
+    samples differ). Everything is checked before training.
     """
     check_lists(arms=[a.name for a in arms], tasks=[t.name for t in tasks],
                 finetune_seeds=[ft.seed for ft in finetune_configs])
@@ -856,18 +986,18 @@ def run_arms(
     seed = config.seed
     training, downstream, arm_rows = [], [], []
     for arm in arms:
-        start = None
+        warm = None
         if warm_start_steps:
-            start = warm_start(arm.objective, size, generator_fraction, data, config,
-                               steps=warm_start_steps, seed=warm_start_seed, mask_id=mask_id,
-                               num_special=num_special, data_key=data_key, base=base)
+            warm = warm_start(arm.objective, size, generator_fraction, data, config,
+                              steps=warm_start_steps, seed=warm_start_seed, mask_id=mask_id,
+                              num_special=num_special, data_key=data_key, start=start)
         folder = None
         if checkpoint_dir is not None and config.checkpoint_every:
             folder = Path(checkpoint_dir) / arm.name.replace("/", "_")
         result = pretrain_arm(arm, tables[arm.source or source], vocab, data, size, config,
                               mask_id=mask_id, num_special=num_special,
-                              generator_fraction=generator_fraction, model=start, checkpoint_dir=folder,
-                              base=base)
+                              generator_fraction=generator_fraction, model=warm, checkpoint_dir=folder,
+                              start=start, injection=injection)
         training += history_rows(result, seed)
         arm_rows.append({"arm": arm.name, "objective": arm.objective, "method": arm.method,
                          "pretrain_seed": seed, "step_ms": result.step_ms,
@@ -878,8 +1008,11 @@ def run_arms(
                 downstream.append({"arm": arm.name, "objective": arm.objective, "method": arm.method,
                                    "pretrain_seed": seed, **row})
         if log:
+            last = result.history[-1]
+            injected = (f", {last['injected_frac']:.3f} of masked tokens injected synonyms"
+                        if last.get("injected_frac") is not None else "")
             log(f"{arm.name}: {result.step_ms:.0f} ms/step, false negatives "
-                f"{result.history[-1].get('fn_rate_replaced', 0):.4f} of replaced tokens at the end")
+                f"{last.get('fn_rate_replaced', 0):.4f} of replaced tokens at the end{injected}")
     # the no-pretraining baseline: the same encoder, randomly initialised, fine-tuned alike
     for task in tasks:
         for ft in finetune_configs:

@@ -74,6 +74,24 @@ class PairLookup:
         """All pairs as an (P, 2) int64 tensor."""
         return torch.stack([self.keys // self.vocab_size, self.keys % self.vocab_size], dim=1)
 
+    def sample_partners(self, a: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """One partner of each a_i drawn uniformly (seeded by `generator`); -1 where a_i has none.
+
+        Vectorised: the keys of a_i's pairs are one sorted run [a_i * V, (a_i + 1) * V)."""
+        a = a.long()
+        out = torch.full_like(a, -1)
+        if self.keys.numel() == 0 or a.numel() == 0:
+            return out
+        keys = self.keys if self.keys.device == a.device else self.keys.to(a.device)
+        valid = (a >= 0) & (a < self.vocab_size)
+        start = torch.where(valid, a, torch.zeros_like(a)) * self.vocab_size
+        lo = torch.searchsorted(keys, start)
+        count = torch.searchsorted(keys, start + self.vocab_size) - lo
+        u = torch.rand(a.shape, generator=generator, device=a.device)
+        pick = (lo + (u * count).long().clamp_(max=(count - 1).clamp_(min=0))).clamp_(max=keys.numel() - 1)
+        has = valid & (count > 0)
+        return torch.where(has, keys[pick] % self.vocab_size, out)
+
     def partners(self, token_id: int) -> list[int]:
         """Ids paired with `token_id` (for inspection, not for the training step)."""
         bounds = torch.tensor([token_id, token_id + 1], device=self.keys.device) * self.vocab_size
