@@ -182,6 +182,18 @@ def test_overhead_of_several_runs_is_an_interval_over_runs():
     assert row["verdict"] == stats.REPRODUCED  # the mean's interval lies below 0.05
 
 
+def test_overhead_shown_is_the_mean_its_interval_is_about():
+    # B2's ratio of medians can lie outside the interval of the per-repetition mean (the cpu
+    # record had -0.018 against [-0.014, 0.032]); the row and the scorecard show that mean.
+    row = overhead_row("electra/shield", -0.014, 0.032) | {"overhead": -0.018, "overhead_mean": 0.009}
+    (judged,) = claims.overhead_claims(pd.DataFrame([row])).to_dict("records")
+    assert judged["overhead"] == 0.009 and judged["overhead_median"] == -0.018
+    assert judged["ci_low"] <= judged["overhead"] <= judged["ci_high"]
+    (card,) = [c for c in claims.scorecard(pd.DataFrame(), pd.DataFrame([judged]))
+               if c["claim"].startswith(claims.HC_CLAIM)]
+    assert "= 0.009 [-0.014, 0.032]" in card["effect"]
+
+
 def test_reference_arms_have_no_cost_claim():
     assert claims.target_claim("electra/plain") is None and claims.target_claim("mlm/none") is None
     assert claims.target_claim("mlm/shield") == claims.HC_CLAIM
