@@ -187,12 +187,17 @@ def test_two_entries_writing_the_same_record_are_rejected(project):
         load_plan("p")
 
 
-def test_summary_reruns_when_the_records_it_reads_change(project):
-    root, write_plan = project
+def with_summary(root: Path, write_plan, after: str = "") -> None:
+    """A plan of toy x=1 then a summary notebook that reads the profile's records (then `after`)."""
     _notebook(root / "notebooks" / "summary.ipynb",
               'x = 0\nfail_on = -1\nsleep = 0.0\nitems = []\nprofile = "p"\nrun_dir = ""')
     write_plan("notebooks:\n  - notebook: toy\n    grid: {x: [1]}\n"
-               "  - notebook: summary\n    params: {profile: p}\n")
+               "  - notebook: summary\n    params: {profile: p}\n" + after)
+
+
+def test_summary_reruns_when_the_records_it_reads_change(project):
+    root, write_plan = project
+    with_summary(root, write_plan)
     assert "2 ran" in _cli(root, "run", "--profile", "p").stdout
     assert "0 ran, 2 skipped" in _cli(root, "run", "--profile", "p").stdout
     _cli(root, "run", "--profile", "p", "--only", "toy", "--force")  # the summarised run changes
@@ -200,13 +205,20 @@ def test_summary_reruns_when_the_records_it_reads_change(project):
     assert "run  summary/run" in again.stdout and "skip toy/x-1" in again.stdout
 
 
+def test_a_summary_run_alone_reads_what_it_reads_in_the_whole_plan(project):
+    root, write_plan = project
+    with_summary(root, write_plan)
+    assert "2 ran" in _cli(root, "run", "--profile", "p").stdout
+    # alone, it finds its record current, and a rerun of what it reads makes it stale
+    assert "0 ran, 1 skipped" in _cli(root, "run", "--profile", "p", "--only", "summary").stdout
+    _cli(root, "run", "--profile", "p", "--only", "toy", "--force")
+    assert "1 ran" in _cli(root, "run", "--profile", "p", "--only", "summary").stdout
+    assert "0 ran, 2 skipped" in _cli(root, "run", "--profile", "p").stdout
+
+
 def test_a_second_batch_skips_everything(project):
     root, write_plan = project
-    _notebook(root / "notebooks" / "summary.ipynb",
-              'x = 0\nfail_on = -1\nsleep = 0.0\nitems = []\nprofile = "p"\nrun_dir = ""')
-    write_plan("notebooks:\n  - notebook: toy\n    grid: {x: [1]}\n"
-               "  - notebook: summary\n    params: {profile: p}\n"
-               "  - notebook: toy\n    grid: {x: [2]}\n")  # a run after the summary
+    with_summary(root, write_plan, "  - notebook: toy\n    grid: {x: [2]}\n")  # a run after it
     assert "3 ran" in _cli(root, "run", "--profile", "p").stdout
     assert "0 ran, 3 skipped" in _cli(root, "run", "--profile", "p").stdout
 

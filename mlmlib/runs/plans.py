@@ -65,6 +65,7 @@ class Plan:
     description: str
     runs: list[Run] = field(default_factory=list)
     slurm: dict[str, Any] = field(default_factory=dict)  # resources per run on a SLURM cluster
+    only: tuple[str, ...] = ()  # the notebooks it was cut down to (--only); () is the whole plan
 
     def prerequisites(self, i: int) -> list[int]:
         """The runs that run i waits for when runs execute side by side.
@@ -132,7 +133,7 @@ def load_plan(profile: str, only: list[str] | None = None) -> Plan:
     if not isinstance(data.get("slurm") or {}, dict):
         raise PlanError(f"{path}: 'slurm' must be a mapping (partition, time_min, cpus_per_run, ...)")
     plan = Plan(profile=profile, path=path, description=str(data.get("description", "")),
-                slurm=dict(data.get("slurm") or {}))
+                slurm=dict(data.get("slurm") or {}), only=tuple(only or ()))
     names = [e.get("notebook") for e in data["notebooks"] if isinstance(e, dict)]
     for name in only or []:
         if name not in names:

@@ -29,7 +29,7 @@ from mlmlib.atomic import remove_dead_temps, temp_name, without_nan, write_json
 from mlmlib.code_digest import source_digest
 from mlmlib.paths import project_root, runs_dir, work_dir
 from mlmlib.runs import records
-from mlmlib.runs.plans import Plan, Run, is_summary, notebook_parameters, notebooks_dir
+from mlmlib.runs.plans import Plan, Run, is_summary, load_plan, notebook_parameters, notebooks_dir
 from mlmlib.runs.records import record_paths
 
 KERNEL = os.environ.get("MLMLIB_KERNEL", "mlmlib")
@@ -193,7 +193,11 @@ def run_key(plan: Plan, i: int, versions: dict[str, str] | None = None) -> str:
     records it reads (computed now: a summary's key is only final once those runs finished)."""
     run = plan.runs[i]
     version = (versions or {}).get(run.notebook) or code_version(run.notebook)
-    read = [record_path(plan.profile, plan.runs[j]) for j in plan.prerequisites(i)]
+    whole, k = plan, i
+    if plan.only and is_summary(run.notebook):  # it reads what it reads in the whole plan
+        whole = load_plan(plan.profile)
+        k = [run_name(r) for r in whole.runs].index(run_name(run))
+    read = [record_path(plan.profile, whole.runs[j]) for j in whole.prerequisites(k)]
     return run.key(version + _inputs_digest(plan.profile, run, read))
 
 
