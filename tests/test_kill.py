@@ -1,9 +1,9 @@
 """Kill -9 at random moments, rerun each time: the records equal an uninterrupted batch's.
 
 The batch is the test plan's training notebooks (A2, A3, B1 with checkpoints, C2), run in two
-throwaway copies of the project side by side (one thread each): one uninterrupted, one killed 10
+throwaway copies of the project side by side (one thread each): one uninterrupted, one killed 6
 times (the runner with its kernel, or the kernel alone) at seeded random moments, then run to the
-end.
+end. Six, not ten: each kill costs about 11 s, and `make test` has a 15-minute budget.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ NOTEBOOKS = ("A2_synthetic_pretrain", "A3_synthetic_finetune", "B1_true_negative
              "C2_selective_mlm")
 # Timings differ between any two runs; everything else must be equal.
 TIMING = re.compile(r"(_s|_ms|per_s|overhead.*|speedup.*|gflops|wall.*)$")
-KILLS = 10
+KILLS = 6
 # Each kill comes 1 s to KILL_WINDOW_S after its batch starts: about a third of the uninterrupted
 # batch (70-80 s on 2 cores). Finished runs are skipped on rerun, so the kills move along it.
 KILL_WINDOW_S = 25.0
@@ -102,7 +102,7 @@ def _leftovers(root: Path) -> list[str]:
 
 
 @pytest.mark.slow
-def test_ten_random_kills_give_the_uninterrupted_records(tmp_path):
+def test_random_kills_give_the_uninterrupted_records(tmp_path):
     reference, killed = tmp_path / "reference", tmp_path / "killed"
     for root in (reference, killed):
         _project(root)
