@@ -265,16 +265,58 @@ def test_run_arms_scratch_is_fresh_and_none_is_the_base(corpus, tokenizer, monke
     assert torch.equal(seen[True], base_emb) and not torch.allclose(seen[False], base_emb)
 
 
+LONG = ("first the package arrived late and the box was torn , but the coffee inside was "
+        "fresh ; we brewed it every morning for a month and in the end it was absolutely delicious")
+
+
+def test_head_truncation_leaves_the_texts_to_the_tokenizer(tokenizer):
+    assert se.shorten_texts(tokenizer, [LONG, TEXTS[0]], 32, "head") == [LONG, TEXTS[0]]
+
+
+def test_head_tail_keeps_the_opening_and_the_end_at_whole_words(tokenizer):
+    short, cut = se.shorten_texts(tokenizer, [TEXTS[0], LONG], 32, "head+tail")
+    assert short == TEXTS[0]  # fits: unchanged
+    pieces = tokenizer(cut)["input_ids"]
+    assert len(pieces) <= 32 < len(tokenizer(LONG)["input_ids"])
+    words, kept = LONG.split(), cut.split()
+    assert kept[0] == words[0] and kept[-1] == words[-1]  # the opening and the verdict
+    head = next(i for i in range(len(kept)) if kept[:i + 1] != words[:i + 1])
+    assert kept[head:] == words[len(words) - len(kept) + head:]  # whole words: a head, then a tail
+    assert 0 < head < len(kept) - 1
+    # the same cut as the corpus' positions see it: the last word is in the encoded text
+    corpus = se.tokenized_corpus(tokenizer, [LONG], max_length=32, truncation="head+tail")
+    assert corpus.words[-1] == "delicious" and corpus.data["input_ids"].shape[1] <= 32
+    assert "delicious" not in se.tokenized_corpus(tokenizer, [LONG], max_length=32).words
+
+
+def test_bad_truncation(tokenizer):
+    with pytest.raises(ValueError, match="truncation must be one of"):
+        se.shorten_texts(tokenizer, [LONG], 32, "tail")
+    with pytest.raises(ValueError, match="max_length=4"):
+        se.shorten_texts(tokenizer, [LONG], 4, "head+tail")
+    with pytest.raises(TypeError, match="list of strings"):
+        se.shorten_texts(tokenizer, LONG, 32, "head+tail")
+
+
+def test_encode_task_split_cuts_every_text(tokenizer):
+    split = {"text": [LONG, TEXTS[1]], "label": [1, 0]}
+    enc = se.encode_task_split(tokenizer, split, 32, "head+tail")
+    assert enc["input_ids"].shape[1] <= 32 and enc["labels"].tolist() == [1, 0]
+    last = tokenizer.convert_tokens_to_ids(tokenizer.tokenize("delicious"))[-1]
+    row = enc["input_ids"][0][enc["attention_mask"][0].bool()].tolist()
+    assert row[-2] == last  # before [SEP]: the review's last word piece
+
+
 # MaskingConfig fields the notebooks pass a parameter of another name
 PARAM_OF_FIELD = {"word_list_seed": "seed"}
 
 
 @pytest.mark.parametrize("notebook, expected", [
     ("C1_task_scores", {"target_rate", "tau", "ratio", "p_min", "p_max", "beta", "score_method",
-                        "vectors", "word_list", "word_list_size", "seed"}),
+                        "vectors", "word_list", "word_list_size", "truncation", "seed"}),
     ("C2_selective_mlm", {"target_rate", "tau", "ratio", "p_min", "p_max", "beta", "score_method",
                           "vectors", "word_list_size", "count_match", "count_copies", "pooling",
-                          "seed"}),
+                          "truncation", "seed"}),
 ])
 def test_notebook_defaults_are_the_library_defaults(notebook, expected):
     # the parameters cell repeats the library's defaults so that the page shows them; they must agree
@@ -283,6 +325,8 @@ def test_notebook_defaults_are_the_library_defaults(notebook, expected):
     defaults = {PARAM_OF_FIELD.get(f.name, f.name): (f"MaskingConfig.{f.name}", f.default)
                 for f in dataclasses.fields(se.MaskingConfig)}
     defaults["pooling"] = ("run_arms(pooling=)", inspect.signature(se.run_arms).parameters["pooling"].default)
+    defaults["truncation"] = ("tokenized_corpus(truncation=)",
+                              inspect.signature(se.tokenized_corpus).parameters["truncation"].default)
     checked = set(defaults) & set(params)
     assert checked == expected  # a renamed parameter or field must be noticed, not skipped
     wrong = [f"{name} = {params[name]!r} but {where} = {default!r}"
