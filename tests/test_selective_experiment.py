@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from copy import deepcopy
 from pathlib import Path
 
 import numpy as np
@@ -287,6 +288,25 @@ def test_head_tail_keeps_the_opening_and_the_end_at_whole_words(tokenizer):
     corpus = se.tokenized_corpus(tokenizer, [LONG], max_length=32, truncation="head+tail")
     assert corpus.words[-1] == "delicious" and corpus.data["input_ids"].shape[1] <= 32
     assert "delicious" not in se.tokenized_corpus(tokenizer, [LONG], max_length=32).words
+
+
+def test_head_tail_reads_long_texts_without_a_warning(tokenizer, capfd, caplog):
+    # transformers warns once per tokenizer about a text longer than the model takes; reading
+    # every piece to find the cut is meant, and the warning would print on the book's pages
+    def fresh():
+        tok = deepcopy(tokenizer)
+        tok.model_max_length, tok.deprecation_warnings = 16, {}
+        return tok
+
+    def printed() -> str:  # to the terminal or to the log, wherever transformers sends it
+        text = capfd.readouterr().err + caplog.text
+        caplog.clear()
+        return text
+
+    fresh()(LONG)
+    assert "longer than the specified maximum" in printed()  # the warning exists
+    se.shorten_texts(fresh(), [LONG], 16, "head+tail")
+    assert "longer than the specified maximum" not in printed()
 
 
 def test_bad_truncation(tokenizer):

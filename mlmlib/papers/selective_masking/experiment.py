@@ -126,7 +126,9 @@ def shorten_texts(tokenizer, texts: list[str], max_length: int, truncation: str 
                          f"{tokenizer.num_special_tokens_to_add() + 4}")
     if truncation == "head":
         return list(texts)
-    enc = tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True)
+    # every piece of every text is read to find where to cut: verbose=False keeps transformers
+    # from warning that a text is longer than the model takes, which is the point here
+    enc = tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
     out = []
     for b, text in enumerate(texts):
         words, offsets = enc.word_ids(b), enc["offset_mapping"][b]
@@ -144,7 +146,6 @@ def shorten_texts(tokenizer, texts: list[str], max_length: int, truncation: str 
         tail = text[offsets[start][0]:] if start < n else ""
         out.append(f"{head} {tail}".strip())
     return out
-
 
 
 @dataclass
