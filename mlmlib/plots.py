@@ -59,3 +59,41 @@ def scatter_with_fit(frame: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: s
     sns.regplot(frame, x=x, y=y, scatter=False, color="black", ax=ax)
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     return ax
+
+
+# One colour per verdict (mlmlib.stats' vocabulary), the same on every page and in the scorecard.
+VERDICT_COLOURS = {"reproduced": "#1b7837", "contradicted": "#b2182b", "equivalent within ±delta": "#2166ac",
+                   "insensitive": "#e08214", "not resolved": "#777777"}
+
+
+def forest(rows: list[dict], title: str = "", ax=None):
+    """Every claim's effect with its 95% interval (scorecard rows), zero and each row's ±delta band
+    drawn, coloured by verdict; a row with no single difference (estimate None) is left out."""
+    shown = [r for r in rows if r.get("estimate") is not None and r.get("low") is not None]
+    ax = ax or plt.subplots(figsize=(8, 0.32 * max(len(shown), 1) + 1.4))[1]
+    for i, r in enumerate(shown):
+        colour = VERDICT_COLOURS.get(r["verdict"], "black")
+        if r.get("delta"):
+            centre = r["delta"] if r.get("direction") == "at_most" else 0.0
+            half = r["delta"] if r.get("direction") != "at_most" else 0.0
+            ax.fill_betweenx([i - 0.4, i + 0.4], centre - half, centre + half, color="#dddddd", lw=0)
+            if r.get("direction") == "at_most":
+                ax.plot([centre, centre], [i - 0.45, i + 0.45], color="#444444", ls="--", lw=1.5)
+        ax.plot([r["low"], r["high"]], [i, i], color=colour, lw=2)
+        ax.plot(r["estimate"], i, "o", color=colour, ms=5)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(range(len(shown)), [_short_label(r["claim"]) for r in shown], fontsize=8)
+    ax.invert_yaxis()
+    handles = [plt.Line2D([], [], color=c, marker="o", lw=2, label=v) for v, c in VERDICT_COLOURS.items()
+               if any(r["verdict"] == v for r in shown)]
+    handles.append(plt.Rectangle((0, 0), 1, 1, color="#dddddd", label="±delta"))
+    if any(r.get("direction") == "at_most" for r in shown):
+        handles.append(plt.Line2D([], [], color="#444444", ls="--", label="the bound (at most)"))
+    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.set(xlabel="effect (difference the claim is about) with its 95% interval", title=title)
+    return ax
+
+
+def _short_label(text: str, width: int = 70) -> str:
+    """A claim shortened to one line of a figure's axis."""
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from browser import check_book, find_chromium
 
-from mlmlib import stats
+from mlmlib import verdicts
 from mlmlib.runs.plans import load_plan
 from mlmlib.runs.records import load_records
 
@@ -37,18 +37,18 @@ def test_test_profile_runs_and_book_renders_with_figures(tmp_path):
 
     # the measured values: well-formed, from the vocabulary, and consistent with their inputs
     a1 = records.set_index("notebook").loc["A1_synthetic_data"]
-    assert a1["property_present_in_mix"] in stats.VERDICTS
+    assert a1["property_present_in_mix"] in verdicts.VERDICTS
     assert a1["labels_invariant_under_swap"] is True
     mix = {r["pairs"]: r for r in a1["similarity"] if r["corpus"] == "mix"}
     assert mix["synonyms"]["mean cosine"] > mix["random pairs"]["mean cosine"]
     for notebook in SUMMARIES:
         summary = records.set_index("notebook").loc[notebook]
-        verdicts = [c["verdict"] for c in summary["claims"]]
-        assert verdicts, f"{notebook}: no claim rows"
-        assert set(verdicts) <= set(stats.VERDICTS) | {"excluded: model at chance"}, notebook
+        found = [c["verdict"] for c in summary["claims"]]
+        assert found, f"{notebook}: no claim rows"
+        assert set(found) <= set(verdicts.VERDICTS) | {"excluded: model at chance"}, notebook
     a4 = records.set_index("notebook").loc["A4_synthetic_summary"]
     # two fine-tuning seeds in the test plan: below the minimum, so nothing can be resolved
-    assert {c["verdict"] for c in a4["claims"]} == {stats.NOT_RESOLVED}
+    assert {c["verdict"] for c in a4["claims"]} == {verdicts.NOT_RESOLVED}
 
     build = subprocess.run([sys.executable, "-m", "mlmlib", "book", "--profile", "test",
                             "--output", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, check=False)
@@ -65,9 +65,13 @@ def test_test_profile_runs_and_book_renders_with_figures(tmp_path):
     assert f"-&gt; {a1['property_present_in_mix']}" in a1_page
     chapter = (html / "book" / "paper_a.html").read_text()
     assert "A1_synthetic_data/seed-0.html" in chapter  # the run is linked from its chapter
-    # results first: the chapter's claim table, generated from the A4 record, is on the page
+    # results first: the chapter's claim table, generated from the A4 record, is on the page, one
+    # row per claim with its verdict; the effect's full text is on the summary page it links
     first_claim = a4["scorecard"][0]
-    assert escape(first_claim["effect"], quote=False) in chapter, first_claim["effect"]
+    assert escape(first_claim["claim"], quote=False) in chapter, first_claim["claim"]
+    assert f'verdict-{first_claim["verdict"].split()[0]}">' in chapter
+    summary_page = (html / "book" / "runs" / "test" / "A4_synthetic_summary" / "run.html").read_text()
+    assert escape(first_claim["effect"], quote=False) in summary_page, first_claim["effect"]
 
     # every page in a real browser: loads, no broken image or link, no traceback or warning
     # in an output, no absolute local path; screenshots kept for a person to look at

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scorecards import check_card
 
-from mlmlib import stats
+from mlmlib import stats, verdicts
 from mlmlib.papers.distributional import claims
 from mlmlib.stats import Interval
 
@@ -37,6 +37,28 @@ def synthetic_rows(accuracy=PAPER, seeds=(0, 1, 2, 3, 4), fractions=(0.0,), nois
                         rows.append({"seed": seed, "model": model, "bd2_fraction": fraction, "train_size": size,
                                      "test_set": test_set, "accuracy": base + noise * rng.standard_normal()})
     return pd.DataFrame(rows)
+
+
+def pretraining(with_cosine=0.7, without_cosine=0.0, seeds=(0, 1, 2)):
+    """A2's records: the synonym-pair cosine of each corpus' models (the control that WITH took)."""
+    return pd.DataFrame([{"corpus": corpus, "seed": s,
+                          "embedding_similarity": {"synonyms": cos, "random pairs": 0.0}}
+                         for corpus, cos in (("mix", with_cosine), ("shift", without_cosine)) for s in seeds])
+
+
+PRE = pretraining()
+
+
+def claims_of(frame, pre=PRE, **kw):
+    return claims.claims(frame, pre, **kw)
+
+
+def scorecard_of(frame, pre=PRE, **kw):
+    return claims.scorecard(frame, pre, **kw)
+
+
+def differences_of(frame, pre=PRE, **kw):
+    return claims.differences(frame, pre, **kw)
 
 
 def by_claim(table):
@@ -68,63 +90,63 @@ def test_per_seed_and_paired_align_seeds():
 
 
 def test_claims_reproduced_when_the_runs_say_what_the_paper_says():
-    table = claims.claims(synthetic_rows(), margin=0.02)
+    table = claims_of(synthetic_rows(), margin=0.02)
     assert list(table.columns) == claims.COLUMNS
     assert (table.seeds == 5).all()
     assert [c.split(":")[0] for c in table.claim] == [
         "B-D1 synonym transfer", "Sample efficiency",
         "D2 generalization not explained by the property (B-D2 fraction 0)", "Control", "Control"]
-    assert (table.verdict == stats.REPRODUCED).all()
+    assert (table.verdict == verdicts.REPRODUCED).all()
 
 
 def test_claims_contradicted_when_the_runs_say_the_opposite():
     flipped = {**PAPER, "with": {**PAPER["with"], "B-D1": 0.50, "A-D2": 0.90}}  # no transfer, WITH far ahead on D2
-    verdicts = by_claim(claims.claims(synthetic_rows(flipped), margin=0.02))
-    assert verdicts["B-D1 synonym transfer"] == stats.CONTRADICTED
-    assert verdicts["D2 generalization not explained by the property"] == stats.CONTRADICTED
+    judged = by_claim(claims_of(synthetic_rows(flipped), margin=0.02))
+    assert judged["B-D1 synonym transfer"] == verdicts.CONTRADICTED
+    assert judged["D2 generalization not explained by the property"] == verdicts.CONTRADICTED
     slow = {**PAPER, "with": {**PAPER["with"], "A-D1": (0.55, 0.60, 0.65)}}  # WITH learns A-D1 slowest
-    assert by_claim(claims.claims(synthetic_rows(slow)))["Sample efficiency"] == stats.CONTRADICTED
+    assert by_claim(claims_of(synthetic_rows(slow)))["Sample efficiency"] == verdicts.CONTRADICTED
 
 
 def test_claims_not_resolved_with_too_few_seeds_or_overlapping_intervals():
-    two = claims.claims(synthetic_rows(seeds=(0, 1)))
-    assert len(two) == 5 and (two.verdict == stats.NOT_RESOLVED).all() and (two.seeds == 2).all()
+    two = claims_of(synthetic_rows(seeds=(0, 1)))
+    assert len(two) == 5 and (two.verdict == verdicts.NOT_RESOLVED).all() and (two.seeds == 2).all()
     # WITH and WITHOUT alike, one ahead on even seeds and the other on odd ones: the intervals overlap
     alike = {**PAPER, "without": PAPER["with"]}
 
     def swing(model, seed):
         return {"with": 0.02, "without": -0.02}.get(model, 0.0) * (-1) ** seed
 
-    verdicts = by_claim(claims.claims(synthetic_rows(alike, jitter=swing)))
-    assert verdicts["B-D1 synonym transfer"] == stats.NOT_RESOLVED
-    assert verdicts["Sample efficiency"] == stats.NOT_RESOLVED
+    judged = by_claim(claims_of(synthetic_rows(alike, jitter=swing)))
+    assert judged["B-D1 synonym transfer"] == verdicts.NOT_RESOLVED
+    assert judged["Sample efficiency"] == verdicts.NOT_RESOLVED
 
 
 def test_claims_d2_margin_and_fractions():
     # WITH ahead of WITHOUT on A-D2 by 0.01: within a margin of 0.05, not resolved against 0.01
     ahead = {**PAPER, "with": {**PAPER["with"], "A-D2": 0.76}}
     rows = synthetic_rows(ahead, fractions=(0.0, 0.5))
-    d2 = claims.claims(rows, margin=0.05)
+    d2 = claims_of(rows, margin=0.05)
     d2 = d2[d2.claim.str.startswith("D2")]
     assert len(d2) == 2 and d2.claim.str.contains("B-D2 fraction 0.5").any()
-    assert (d2.verdict == stats.REPRODUCED).all()
-    tight = claims.claims(rows, margin=0.01)
-    assert (tight[tight.claim.str.startswith("D2")].verdict == stats.NOT_RESOLVED).all()
+    assert (d2.verdict == verdicts.REPRODUCED).all()
+    tight = claims_of(rows, margin=0.01)
+    assert (tight[tight.claim.str.startswith("D2")].verdict == verdicts.NOT_RESOLVED).all()
 
 
 def test_frozen_cbow_is_judged_on_its_own_row():
     # fine-tuned CBOW at scratch's level on B-D1, frozen CBOW well above it
     both = {**PAPER, "cbow": {**PAPER["cbow"], "B-D1": 0.55},
             "cbow-frozen": {"A-D1": (0.61, 0.66, 0.71), "B-D1": 0.75, "A-D2": 0.60}}
-    table = claims.claims(synthetic_rows(both, noise=0.0))
+    table = claims_of(synthetic_rows(both, noise=0.0))
     cbow = table[table.claim.str.contains("CBOW")]
     # fine-tuned CBOW - scratch is inside the margin: the control shows no transfer, and says so
-    assert list(cbow.verdict) == [stats.EQUIVALENT, stats.REPRODUCED]
+    assert list(cbow.verdict) == [verdicts.EQUIVALENT, verdicts.REPRODUCED]
     assert cbow.claim.iloc[1].startswith("Control: frozen CBOW embeddings")
-    card = check_card(claims.scorecard(synthetic_rows(both)))
+    card = check_card(scorecard_of(synthetic_rows(both)))
     frozen = [r for r in card if r["claim"] == claims.SYNTHETIC_CLAIMS["cbow"] + " (frozen embeddings)"]
     assert len(frozen) == 1 and frozen[0]["effect"].startswith("B-D1 accuracy: CBOW frozen 0.7")
-    assert frozen[0]["verdict"] == stats.REPRODUCED
+    assert frozen[0]["verdict"] == verdicts.REPRODUCED
 
 
 def test_comparisons_are_paired_over_seeds():
@@ -138,7 +160,7 @@ def test_comparisons_are_paired_over_seeds():
     with_, scratch = stats.mean_ci(b[b.model == "with"].value), stats.mean_ci(b[b.model == "scratch"].value)
     assert with_.low < scratch.high  # apart only when paired
     assert claims.paired_diff(b, "with", "scratch").low > 0.25
-    assert (claims.claims(frame, margin=0.02).verdict == stats.REPRODUCED).all()
+    assert (claims_of(frame, margin=0.02).verdict == verdicts.REPRODUCED).all()
     # a seed that one arm lacks is left out of its pair
     assert claims.paired_diff(b[~((b.model == "with") & (b.seed == 4))], "with", "scratch").n == 4
 
@@ -149,10 +171,10 @@ def test_a_control_inside_the_margin_is_equivalent():
     def shuffled_verdict(table):
         return table[table.claim.str.contains("shuffling")].verdict.item()
 
-    assert shuffled_verdict(claims.claims(synthetic_rows(same, noise=0.0), margin=0.02)) == stats.EQUIVALENT
+    assert shuffled_verdict(claims_of(synthetic_rows(same, noise=0.0), margin=0.02)) == verdicts.EQUIVALENT
     # the same difference against a margin narrower than its interval: not resolved
-    noisy = claims.claims(synthetic_rows(same, noise=0.02), margin=0.01)
-    assert shuffled_verdict(noisy) == stats.NOT_RESOLVED
+    noisy = claims_of(synthetic_rows(same, noise=0.02), margin=0.01)
+    assert shuffled_verdict(noisy) == verdicts.NOT_RESOLVED
 
 
 def _diff(low, high, n=21):
@@ -160,34 +182,35 @@ def _diff(low, high, n=21):
 
 
 @pytest.mark.parametrize("parts, verdict", [
-    ([(0.136, 0.189), (0.188, 0.236)], stats.REPRODUCED),            # both clear zero
-    ([(0.001, 0.2), (-0.05, -0.001)], stats.CONTRADICTED),          # one below zero
-    ([(-0.004, 0.027), (-0.009, 0.012)], stats.EQUIVALENT),         # one inside +-0.02, none below -0.02
-    ([(0.05, 0.10), (-0.01, 0.01)], stats.EQUIVALENT),              # one reproduced, one equivalent
-    ([(-0.03, 0.05), (-0.01, 0.01)], stats.NOT_RESOLVED),           # the other may lie below -0.02
-    ([(-0.02, 0.05), (-0.01, 0.01)], stats.NOT_RESOLVED),           # -margin itself is not inside
-    ([(-0.004, 0.027), (-0.010, 0.021)], stats.NOT_RESOLVED),       # neither inside +-0.02
-    ([(-0.01, 0.01), (-0.01, 0.01)], stats.EQUIVALENT),             # as stats.combine: all equivalent
-    ([(0.136, 0.189)], stats.REPRODUCED),                           # one difference: stats.verdict
+    ([(0.136, 0.189), (0.188, 0.236)], verdicts.REPRODUCED),            # both clear zero
+    ([(0.001, 0.2), (-0.05, -0.001)], verdicts.CONTRADICTED),          # one below zero
+    ([(-0.004, 0.027), (-0.009, 0.012)], verdicts.EQUIVALENT),         # one inside +-0.02, none below -0.02
+    ([(0.05, 0.10), (-0.01, 0.01)], verdicts.EQUIVALENT),              # one reproduced, one equivalent
+    ([(-0.03, 0.05), (-0.01, 0.01)], verdicts.NOT_RESOLVED),           # the other may lie below -0.02
+    ([(-0.02, 0.05), (-0.01, 0.01)], verdicts.NOT_RESOLVED),           # -margin itself is not inside
+    ([(-0.004, 0.027), (-0.010, 0.021)], verdicts.NOT_RESOLVED),       # neither inside +-0.02
+    ([(-0.01, 0.01), (-0.01, 0.01)], verdicts.EQUIVALENT),             # as verdicts.combine: all equivalent
+    ([(0.136, 0.189)], verdicts.REPRODUCED),                           # one difference: verdicts.verdict
 ])
 def test_a_claim_needing_every_difference_is_judged_by_its_weakest(parts, verdict):
     diffs = {f"d{i}": _diff(low, high) for i, (low, high) in enumerate(parts)}
     assert claims.all_above_zero(diffs, margin=0.02) == verdict
     if len(parts) == 1:
-        assert verdict == stats.verdict(diffs["d0"], "greater", 0.02)
+        assert verdict == verdicts.verdict(diffs["d0"], "greater", 0.02)
 
 
 def test_the_weakest_difference_needs_its_seeds():
-    assert claims.all_above_zero({}, margin=0.02) == stats.NOT_RESOLVED
-    few = {"a": _diff(0.1, 0.2), "b": _diff(0.1, 0.2, n=stats.MIN_SEEDS - 1)}
-    assert claims.all_above_zero(few, margin=0.02) == stats.NOT_RESOLVED
+    assert claims.all_above_zero({}, margin=0.02) == verdicts.NOT_RESOLVED
+    few = {"a": _diff(0.1, 0.2), "b": _diff(0.1, 0.2, n=verdicts.MIN_SEEDS - 1)}
+    assert claims.all_above_zero(few, margin=0.02) == verdicts.NOT_RESOLVED
     nan = {"a": _diff(0.1, 0.2), "b": Interval(float("nan"), float("nan"), float("nan"), 0)}
-    assert claims.all_above_zero(nan, margin=0.02) == stats.NOT_RESOLVED
+    assert claims.all_above_zero(nan, margin=0.02) == verdicts.NOT_RESOLVED
 
 
-def test_sample_efficiency_equivalent_when_with_learns_no_faster_than_scratch():
+def test_sample_efficiency_insensitive_when_with_learns_no_faster_than_scratch():
     # WITH ahead of WITHOUT by 0.01 give or take 0.03, level with scratch: the claim's advantage over
-    # scratch is inside +-0.02, so the claim reads equivalent, not unresolved
+    # scratch is inside +-0.02, which alone would read equivalent; but then pretraining brings no
+    # sample efficiency to explain (its effect-exists control fails): insensitive
     level = {**PAPER, "without": {**PAPER["without"], "A-D1": (0.79, 0.84, 0.89)},
              "scratch": {**PAPER["scratch"], "A-D1": PAPER["with"]["A-D1"]}}
 
@@ -195,50 +218,50 @@ def test_sample_efficiency_equivalent_when_with_learns_no_faster_than_scratch():
         return {"without": 0.03}.get(model, 0.0) * (-1) ** seed
 
     rows = synthetic_rows(level, seeds=tuple(range(8)), jitter=noisy_without)
-    diffs = claims.differences(rows, margin=0.02)
+    diffs = differences_of(rows, margin=0.02)
     efficiency = diffs[diffs.claim == claims.SYNTHETIC_CLAIMS["efficiency"]].set_index("difference")
-    parts = {name: stats.verdict(Interval(d["mean"], d["low"], d["high"], d["seeds"]), "greater", 0.02)
+    parts = {name: verdicts.verdict(Interval(d["mean"], d["low"], d["high"], d["seeds"]), "greater", 0.02)
              for name, d in efficiency.iterrows()}
-    assert parts == {"WITH - WITHOUT": stats.NOT_RESOLVED, "WITH - scratch": stats.EQUIVALENT}
-    assert stats.combine(parts.values()) == stats.NOT_RESOLVED  # verdicts alone cannot tell
-    assert by_claim(claims.claims(rows, margin=0.02))["Sample efficiency"] == stats.EQUIVALENT
+    assert parts == {"WITH - WITHOUT": verdicts.NOT_RESOLVED, "WITH - scratch": verdicts.EQUIVALENT}
+    assert verdicts.combine(parts.values()) == verdicts.NOT_RESOLVED  # verdicts alone cannot tell
+    assert by_claim(claims_of(rows, margin=0.02))["Sample efficiency"] == verdicts.INSENSITIVE
 
 
 def test_differences_are_the_intervals_behind_the_verdicts():
     frame = synthetic_rows(fractions=(0.0, 0.5))
-    diffs = claims.differences(frame, margin=0.02)
+    diffs = differences_of(frame, margin=0.02)
     assert list(diffs.columns) == claims.DIFFERENCE_COLUMNS
     # transfer 2, efficiency 2, D2 2 per fraction, shuffled 2, CBOW 1
     assert len(diffs) == 2 + 2 + 2 * 2 + 2 + 1 and (diffs.seeds == 5).all() and (diffs.delta == 0.02).all()
     d2 = diffs[diffs.claim.str.startswith("D2")]
     assert list(d2.direction) == ["at_most", "greater"] * 2
-    assert set(diffs.claim) == {r["claim"] for r in claims.scorecard(frame, margin=0.02)}
+    assert set(diffs.claim) == {r["claim"] for r in scorecard_of(frame, margin=0.02)}
     b = claims._at(frame, "B-D1", 0.0)
     row = diffs[diffs.difference == "CBOW - scratch"].iloc[0]
     assert row["mean"] == pytest.approx(claims.paired_diff(b, "cbow", "scratch").mean)
-    assert claims.differences(pd.DataFrame()).empty
+    assert differences_of(pd.DataFrame()).empty
 
 
 def test_claims_never_reproduced_without_measurements():
-    assert claims.claims(pd.DataFrame()).empty
-    assert list(claims.claims(pd.DataFrame()).columns) == claims.COLUMNS
+    assert claims_of(pd.DataFrame()).empty
+    assert list(claims_of(pd.DataFrame()).columns) == claims.COLUMNS
     only = synthetic_rows({"with": PAPER["with"], "scratch": PAPER["scratch"]})
-    assert claims.claims(only).empty  # every claim needs WITHOUT, shuffled or CBOW as well: left out
-    one_seed = claims.claims(synthetic_rows(seeds=(0,)))
-    assert len(one_seed) and (one_seed.verdict == stats.NOT_RESOLVED).all()
+    assert claims_of(only).empty  # every claim needs WITHOUT, shuffled or CBOW as well: left out
+    one_seed = claims_of(synthetic_rows(seeds=(0,)))
+    assert len(one_seed) and (one_seed.verdict == verdicts.NOT_RESOLVED).all()
 
 
 # ---------------------------------------------------------------- real text
 
 
 def test_low_correlation_verdict():
-    assert claims.low_correlation_verdict(Interval(0.1, -0.1, 0.3, 100)) == stats.REPRODUCED
-    assert claims.low_correlation_verdict(Interval(0.8, 0.7, 0.9, 100)) == stats.CONTRADICTED
-    assert claims.low_correlation_verdict(Interval(-0.8, -0.9, -0.7, 100)) == stats.CONTRADICTED
-    assert claims.low_correlation_verdict(Interval(0.2, -0.1, 0.6, 100)) == stats.NOT_RESOLVED  # overlaps
-    assert claims.low_correlation_verdict(Interval(0.1, -0.1, 0.3, 10)) == stats.NOT_RESOLVED  # n < min_n
-    assert claims.low_correlation_verdict(Interval(float("nan"), float("nan"), float("nan"), 100)) == stats.NOT_RESOLVED
-    assert claims.low_correlation_verdict(Interval(0.1, -0.1, 0.3, 10), min_n=5) == stats.REPRODUCED
+    assert claims.low_correlation_verdict(Interval(0.1, -0.1, 0.3, 100)) == verdicts.REPRODUCED
+    assert claims.low_correlation_verdict(Interval(0.8, 0.7, 0.9, 100)) == verdicts.CONTRADICTED
+    assert claims.low_correlation_verdict(Interval(-0.8, -0.9, -0.7, 100)) == verdicts.CONTRADICTED
+    assert claims.low_correlation_verdict(Interval(0.2, -0.1, 0.6, 100)) == verdicts.NOT_RESOLVED  # overlaps
+    assert claims.low_correlation_verdict(Interval(0.1, -0.1, 0.3, 10)) == verdicts.NOT_RESOLVED  # n < min_n
+    assert claims.low_correlation_verdict(Interval(float("nan"), float("nan"), float("nan"), 100)) == verdicts.NOT_RESOLVED
+    assert claims.low_correlation_verdict(Interval(0.1, -0.1, 0.3, 10), min_n=5) == verdicts.REPRODUCED
 
 
 def test_correlation_table_per_model_and_template():
@@ -247,7 +270,7 @@ def test_correlation_table_per_model_and_template():
     table = claims.correlation_table({"m": x}, {"same": x + 0.1 * rng.normal(size=200),
                                                 "noise": rng.normal(size=200)}, n_boot=200)
     assert list(table.template) == ["same", "noise"] and (table.n == 200).all()
-    assert list(table.verdict) == [stats.CONTRADICTED, stats.REPRODUCED]
+    assert list(table.verdict) == [verdicts.CONTRADICTED, verdicts.REPRODUCED]
     with pytest.raises(ValueError, match="at least one template"):
         claims.correlation_table({"m": x}, {})
 
@@ -261,8 +284,10 @@ def a5_record(run="r0", seed=0, n=120, correlated=(), val_accuracy=None, kinds=(
     for m in models:
         m["val_accuracy"] = (val_accuracy or {}).get(m["model"], 0.9)
     dd = rng.random(n)
-    delta_pred = {m["model"]: (dd + 0.05 * rng.random(n) if m["model"] in correlated else rng.random(n)).tolist()
-                  for m in models}
+    # a reproducible Delta-pred: what every model shares (the inputs' own sensitivity), unrelated to dd
+    shared = rng.random(n)
+    delta_pred = {m["model"]: (dd + 0.05 * rng.random(n) if m["model"] in correlated
+                               else shared + 0.3 * rng.random(n)).tolist() for m in models}
     return {"run_id": run, "seed": seed, "task": "toy", "min_examples": min_examples, "models": models,
             "perturbations": [{"kind": kinds[i % len(kinds)]} for i in range(n)],
             "delta_pred": delta_pred, "delta_distribution": {"{x} [MASK]": dd.tolist()}}
@@ -272,18 +297,23 @@ def cells_of(*recs, **kw):
     return claims.correlation_cells(pd.DataFrame(list(recs)), n_boot=200, priors={"toy": 0.5}, **kw)
 
 
+def card_of(*recs):
+    """The real-text scorecard of hand-made A5 records, their controls read from the same records."""
+    return claims.correlation_scorecard(cells_of(*recs), pd.DataFrame(list(recs)))
+
+
 def test_correlation_cells_reproduced_and_contradicted():
     low = cells_of(a5_record(), a5_record(run="r1", seed=1))
     assert len(low) == 2 * 3 and list(low.columns) == claims.CELL_COLUMNS
-    assert (low.verdict == stats.REPRODUCED).all() and low.judged.all() and not low.too_few.any()
-    assert list(claims.kind_verdicts(low).verdict) == [stats.REPRODUCED]
+    assert (low.verdict == verdicts.REPRODUCED).all() and low.judged.all() and not low.too_few.any()
+    assert list(claims.kind_verdicts(low).verdict) == [verdicts.REPRODUCED]
     row = claims.correlation_claims(low).iloc[0]
-    assert row.verdict == stats.REPRODUCED and row.seeds == 2 and "6 judged cells, 6 low" in row.measured
+    assert row.verdict == verdicts.REPRODUCED and row.seeds == 2 and "6 judged cells, 6 low" in row.measured
     assert "our thresholds (parameters; the paper states none)" in row.measured
     high = cells_of(a5_record(), a5_record(run="r1", seed=1, correlated=("ratio 0.5",)))
-    assert (high.verdict == stats.CONTRADICTED).sum() == 1
-    assert list(claims.kind_verdicts(high).verdict) == [stats.CONTRADICTED]
-    assert claims.correlation_claims(high).iloc[0].verdict == stats.CONTRADICTED
+    assert (high.verdict == verdicts.CONTRADICTED).sum() == 1
+    assert list(claims.kind_verdicts(high).verdict) == [verdicts.CONTRADICTED]
+    assert claims.correlation_claims(high).iloc[0].verdict == verdicts.CONTRADICTED
 
 
 def test_small_cells_are_left_out_not_judged():
@@ -292,11 +322,11 @@ def test_small_cells_are_left_out_not_judged():
     cells = cells_of(tracked)
     assert sorted(set(cells.kind)) == ["short-phrase", "word"] and (cells.n == 20).all()
     assert (cells.verdict == claims.TOO_SMALL).all() and cells.too_few.all() and not cells.judged.any()
-    verdicts = claims.kind_verdicts(cells)
-    assert list(verdicts.verdict) == [stats.NOT_RESOLVED] * 2 and list(verdicts.too_small) == [3, 3]
+    by_kind = claims.kind_verdicts(cells)
+    assert list(by_kind.verdict) == [verdicts.NOT_RESOLVED] * 2 and list(by_kind.too_small) == [3, 3]
     assert "left out: 3 cells with too few perturbed inputs" in claims.correlation_claims(cells).iloc[0].measured
     fewer = cells_of(tracked, min_n=10)
-    assert (fewer[fewer.model == "checkpoint 1"].verdict == stats.CONTRADICTED).all()
+    assert (fewer[fewer.model == "checkpoint 1"].verdict == verdicts.CONTRADICTED).all()
     below_run_minimum = cells_of(a5_record(n=120, min_examples=200))  # 120 pairs, but the run asked for 200
     assert below_run_minimum.too_few.all() and (below_run_minimum.verdict == claims.TOO_SMALL).all()
 
@@ -308,17 +338,18 @@ def test_one_verdict_per_task_and_kind():
     # long-phrase: checkpoint 1 tracks Delta-distribution (contradicted); word stays low
     long = np.arange(240) % 2 == 1
     dd = np.asarray(rec["delta_distribution"]["{x} [MASK]"])
-    rec["delta_pred"]["checkpoint 1"] = np.where(long, dd + 0.05 * rng.random(240), rng.random(240)).tolist()
+    reproducible = np.asarray(rec["delta_pred"]["checkpoint 0.5"]) + 0.1 * rng.random(240)
+    rec["delta_pred"]["checkpoint 1"] = np.where(long, dd + 0.05 * rng.random(240), reproducible).tolist()
     small = a5_record(run="r1", seed=1, n=20, correlated=("checkpoint 1",), min_examples=5)
     small["task"] = "other"
     cells = claims.correlation_cells(pd.DataFrame([rec, small]), n_boot=200, priors={"toy": 0.5, "other": 0.5})
-    verdicts = claims.kind_verdicts(cells).set_index(["task", "kind"])
-    assert verdicts.loc[("toy", "word"), "verdict"] == stats.REPRODUCED
-    assert verdicts.loc[("toy", "long-phrase"), "verdict"] == stats.CONTRADICTED
-    assert verdicts.loc[("other", "word"), "verdict"] == stats.NOT_RESOLVED  # 20 pairs: left out, not judged
-    assert verdicts.loc[("other", "word"), "too_small"] == 3 and verdicts.loc[("other", "word"), "judged"] == 0
-    card = check_card(claims.correlation_scorecard(cells))
-    assert [r["verdict"] for r in card] == [stats.NOT_RESOLVED, stats.CONTRADICTED, stats.REPRODUCED]
+    by_kind = claims.kind_verdicts(cells).set_index(["task", "kind"])
+    assert by_kind.loc[("toy", "word"), "verdict"] == verdicts.REPRODUCED
+    assert by_kind.loc[("toy", "long-phrase"), "verdict"] == verdicts.CONTRADICTED
+    assert by_kind.loc[("other", "word"), "verdict"] == verdicts.NOT_RESOLVED  # 20 pairs: left out, not judged
+    assert by_kind.loc[("other", "word"), "too_small"] == 3 and by_kind.loc[("other", "word"), "judged"] == 0
+    card = check_card(claims.correlation_scorecard(cells, pd.DataFrame([rec, small])))
+    assert [r["verdict"] for r in card] == [verdicts.NOT_RESOLVED, verdicts.CONTRADICTED, verdicts.REPRODUCED]
     assert card[2]["claim"] == f"{claims.REAL_CLAIM}: toy, word perturbations"
     assert list(claims.correlation_claims(cells).verdict) == [r["verdict"] for r in card]
 
@@ -336,7 +367,7 @@ def test_models_at_chance_are_left_out():
     cells = cells_of(rec).set_index("model")
     assert not cells.loc["ratio 0.5", "learned"] and cells.loc["ratio 0.5", "verdict"] == claims.EXCLUDED
     assert cells.loc["checkpoint 1", "learned"]
-    assert list(claims.kind_verdicts(cells.reset_index()).verdict) == [stats.REPRODUCED]
+    assert list(claims.kind_verdicts(cells.reset_index()).verdict) == [verdicts.REPRODUCED]
     assert "not above the majority class on validation: ratio 0.5" in \
         claims.correlation_claims(cells.reset_index()).iloc[0].measured
     # a stricter margin leaves out checkpoint 1 (0.53) as well
@@ -347,11 +378,11 @@ def test_no_judged_cell_is_never_reproduced():
     chance = {m: 0.5 for m in ("checkpoint 0.5", "checkpoint 1", "ratio 0.5")}
     cells = cells_of(a5_record(val_accuracy=chance))
     assert not cells.learned.any() and (cells.verdict == claims.EXCLUDED).all()
-    assert list(claims.kind_verdicts(cells).verdict) == [stats.NOT_RESOLVED]
+    assert list(claims.kind_verdicts(cells).verdict) == [verdicts.NOT_RESOLVED]
     empty = claims.correlation_cells(pd.DataFrame())
     assert empty.empty and claims.kind_verdicts(empty).empty
     row = claims.correlation_claims(empty).iloc[0]
-    assert row.verdict == stats.NOT_RESOLVED and row.seeds == 0 and row.interval == "no judged cell"
+    assert row.verdict == verdicts.NOT_RESOLVED and row.seeds == 0 and row.interval == "no judged cell"
     assert claims.final_checkpoint_points(pd.DataFrame()).empty
 
 
@@ -381,8 +412,8 @@ def test_final_checkpoint_points():
 
 def test_scorecard_matches_the_claim_table():
     frame = synthetic_rows(fractions=(0.0, 0.5))
-    card = check_card(claims.scorecard(frame, margin=0.02))
-    table = claims.claims(frame, margin=0.02)
+    card = check_card(scorecard_of(frame, margin=0.02))
+    table = claims_of(frame, margin=0.02)
     assert [r["verdict"] for r in card] == list(table.verdict)
     assert [r["seeds"] for r in card] == list(table.seeds) == [5] * 6
     first = card[0]
@@ -396,27 +427,29 @@ def test_scorecard_matches_the_claim_table():
 
 def test_scorecard_wording_does_not_depend_on_the_parameters():
     frame = synthetic_rows()
-    assert [r["claim"] for r in claims.scorecard(frame, margin=0.02, target=0.8)] == \
-        [r["claim"] for r in claims.scorecard(frame, margin=0.05, target=0.7)]
+    assert [r["claim"] for r in scorecard_of(frame, margin=0.02, target=0.8)] == \
+        [r["claim"] for r in scorecard_of(frame, margin=0.05, target=0.7)]
 
 
 def test_scorecard_says_why_a_claim_is_not_judged():
-    one = check_card(claims.scorecard(synthetic_rows(seeds=(0,))))
-    assert all(r["verdict"] == stats.NOT_RESOLVED and r["seeds"] == 1 for r in one)
+    one = check_card(scorecard_of(synthetic_rows(seeds=(0,))))
+    assert all(r["verdict"] == verdicts.NOT_RESOLVED and r["seeds"] == 1 for r in one)
     assert all("one seed: no interval" in r["effect"] and "not judged: 1 seed" in r["effect"] for r in one)
-    nothing = check_card(claims.scorecard(pd.DataFrame()))
+    nothing = check_card(scorecard_of(pd.DataFrame()))
     assert [r["claim"] for r in nothing] == list(claims.SYNTHETIC_CLAIMS.values())
-    assert all(r["verdict"] == stats.NOT_RESOLVED and r["effect"].startswith("not measured") for r in nothing)
-    partial = check_card(claims.scorecard(synthetic_rows({"with": PAPER["with"], "cbow": PAPER["cbow"],
+    assert all(r["verdict"] == verdicts.NOT_RESOLVED and r["effect"].startswith("not measured") for r in nothing)
+    partial = check_card(scorecard_of(synthetic_rows({"with": PAPER["with"], "cbow": PAPER["cbow"],
                                                           "scratch": PAPER["scratch"]})))
     assert len(partial) == len(claims.SYNTHETIC_CLAIMS)  # every claim has a row, measured or not
-    assert partial[-1]["verdict"] == stats.REPRODUCED and partial[0]["effect"].startswith("not measured")
+    assert partial[-1]["verdict"] == verdicts.REPRODUCED and partial[0]["effect"].startswith("not measured")
 
 
 def test_scorecard_table_has_readable_columns():
-    table = claims.scorecard_table(claims.scorecard(synthetic_rows()))
-    assert list(table.columns) == ["Claim", "Effect [95% CI]", "Seeds", "Verdict", "Margin"]
-    assert list(claims.scorecard_table([])) == ["Claim", "Effect [95% CI]", "Seeds", "Verdict"]
+    table = claims.scorecard_table(scorecard_of(synthetic_rows()))
+    assert list(table.columns) == ["Claim", "Verdict", "Controls", "Effect [95% CI]", "Seeds",
+                                   "Dose (ours / paper profile)", "Margin"]
+    assert list(claims.scorecard_table([])) == ["Claim", "Verdict", "Controls", "Effect [95% CI]", "Seeds",
+                                   "Dose (ours / paper profile)"]
 
 
 def test_ci_text_explains_a_zero_width_interval():
@@ -431,7 +464,7 @@ def test_ci_text_explains_a_zero_width_interval():
 
 
 def test_scorecard_says_once_why_its_intervals_have_zero_width():
-    card = check_card(claims.scorecard(synthetic_rows(seeds=(0, 1, 2), noise=0.0)))
+    card = check_card(scorecard_of(synthetic_rows(seeds=(0, 1, 2), noise=0.0)))
     transfer = card[0]
     assert transfer["effect"].count("[0.850, 0.850]") == 1 and transfer["seeds"] == 3
     assert transfer["effect"].endswith("; an interval of zero width: its seeds gave equal values")
@@ -439,18 +472,61 @@ def test_scorecard_says_once_why_its_intervals_have_zero_width():
 
 
 def test_correlation_scorecard():
-    low = check_card(claims.correlation_scorecard(cells_of(a5_record(), a5_record(run="r1", seed=1))))
+    low = check_card(card_of(a5_record(), a5_record(run="r1", seed=1)))
     (row,) = low
-    assert row["claim"] == f"{claims.REAL_CLAIM}: toy, word perturbations" and row["verdict"] == stats.REPRODUCED
+    assert row["claim"] == f"{claims.REAL_CLAIM}: toy, word perturbations" and row["verdict"] == verdicts.REPRODUCED
     assert row["seeds"] == 2 and row["delta"] == 0.3 and "6 of 6 judged cells low" in row["effect"]
     assert row["effect"].startswith("largest |r|: r = ") and "our thresholds" in row["effect"]
-    high = claims.correlation_scorecard(cells_of(a5_record(correlated=("ratio 0.5",))))
-    assert high[0]["verdict"] == stats.CONTRADICTED and "ratio 0.5" in high[0]["effect"]
+    high = card_of(a5_record(correlated=("ratio 0.5",)))
+    assert high[0]["verdict"] == verdicts.CONTRADICTED and "ratio 0.5" in high[0]["effect"]
     chance = {m: 0.5 for m in ("checkpoint 0.5", "checkpoint 1", "ratio 0.5")}
-    (unjudged,) = check_card(claims.correlation_scorecard(cells_of(a5_record(val_accuracy=chance))))
-    assert unjudged["verdict"] == stats.NOT_RESOLVED and "not above the majority class" in unjudged["effect"]
+    (unjudged,) = check_card(card_of(a5_record(val_accuracy=chance)))
+    assert unjudged["verdict"] == verdicts.NOT_RESOLVED and "not above the majority class" in unjudged["effect"]
     (empty,) = check_card(claims.correlation_scorecard(claims.correlation_cells(pd.DataFrame())))
-    assert empty["verdict"] == stats.NOT_RESOLVED and empty["effect"].startswith("not measured")
-    few = claims.correlation_scorecard(cells_of(a5_record(n=40, kinds=("word", "short-phrase"), min_examples=25)))
-    assert [r["verdict"] for r in few] == [stats.NOT_RESOLVED] * 2
+    assert empty["verdict"] == verdicts.NOT_RESOLVED and empty["effect"].startswith("not measured")
+    few = card_of(a5_record(n=40, kinds=("word", "short-phrase"), min_examples=25))
+    assert [r["verdict"] for r in few] == [verdicts.NOT_RESOLVED] * 2
     assert all("3 cells with too few perturbed inputs (fewer than 30 pairs" in r["effect"] for r in few)
+
+
+# ---------------------------------------------------------------- positive controls
+
+
+def test_without_a_benefit_to_explain_sample_efficiency_is_insensitive():
+    flat = {**PAPER, "with": {**PAPER["with"], "A-D1": PAPER["scratch"]["A-D1"]},
+            "without": {**PAPER["without"], "A-D1": PAPER["scratch"]["A-D1"]}}
+    card = {r["claim"].split(":")[0]: r for r in check_card(scorecard_of(synthetic_rows(flat, noise=0.0005)))}
+    row = card["Sample efficiency (A-D1)"]
+    assert row["verdict"] == verdicts.INSENSITIVE
+    assert "WITH - scratch" in verdicts.controls_note(row["verdict"], row["controls"])
+
+
+@pytest.mark.parametrize("gap, passed", [(0.101, True), (0.099, False)])
+def test_the_synonyms_closer_control_at_its_edge(gap, passed):
+    (control,) = [claims.synonyms_closer(pretraining(0.5 + gap, 0.5), "claim")]
+    assert control["passed"] is passed and control["kind"] == verdicts.TOOK
+
+
+def test_a_with_corpus_that_did_not_make_synonyms_close_flags_every_claim():
+    card = check_card(scorecard_of(synthetic_rows(), pretraining(0.05, 0.0)))
+    judged = [r for r in card if r["controls"]]
+    assert judged and all(any(not c["passed"] for c in r["controls"]) for r in judged)
+    # a clear difference keeps its verdict (it shows the design could see one), an equivalence would not
+    assert {r["verdict"] for r in judged} <= {verdicts.REPRODUCED, verdicts.CONTRADICTED, verdicts.INSENSITIVE}
+
+
+def test_the_controls_need_the_pretraining_records():
+    with pytest.raises(verdicts.ControlError, match="embedding_similarity"):
+        claims_of(synthetic_rows(), None)
+
+
+def test_a_low_correlation_of_noise_is_insensitive():
+    noise = a5_record()
+    rng = np.random.default_rng(9)
+    noise["delta_pred"] = {m: rng.random(120).tolist() for m in noise["delta_pred"]}  # nothing reproducible
+    (row,) = check_card(card_of(noise))
+    assert row["verdict"] == verdicts.INSENSITIVE and "reproducible" in verdicts.controls_note(row["verdict"], row["controls"])
+    still = a5_record()
+    still["delta_pred"] = {m: [0.001] * 120 for m in still["delta_pred"]}  # perturbations move nothing
+    controls = claims.correlation_controls(pd.DataFrame([still]), "toy", "word", "claim")
+    assert controls[0]["passed"] is False

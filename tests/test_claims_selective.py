@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scorecards import check_card
 
-from mlmlib import stats
+from mlmlib import verdicts
 from mlmlib.papers.selective_masking import claims
 
 PRIORS = {"t": 0.5}
@@ -22,6 +22,28 @@ def arm(name, accuracies, word_list="-", labels="few", task="t", f1=None):
 
 
 RANDOM = arm("random", [0.70, 0.72, 0.74, 0.71])
+
+
+def composition_for(rows, ratio=2.0, reference="random"):
+    """C1's masked composition for every (task, word list, arm) of `rows`: the selective arms mask
+    list words `ratio` times as often as `reference` (the control passes at the default)."""
+    out = []
+    for task, word_list, name in {(r["task"], r["word_list"], r["arm"]) for r in rows}:
+        if word_list != "-":
+            out += [{"task": task, "word_list": word_list, "arm": name, "list_share": 0.1 * ratio},
+                    {"task": task, "word_list": word_list, "arm": reference, "list_share": 0.1}]
+    return pd.DataFrame(out).drop_duplicates()
+
+
+def selective_claims(rows, priors, *args, composition=None, **kw):
+    """`claims.selective_claims` with controls that pass unless a test sets them: a composition
+    where selective arms mask list words twice as often, and, where the rows have no `none` arm,
+    one 0.1 below `random` on every seed (continued MLM moves the score)."""
+    if not any(r["arm"] == "none" for r in rows):
+        rows = rows + [r | {"arm": "none", "word_list": "-", "accuracy": r["accuracy"] - 0.1,
+                            "f1": r["f1"] - 0.1} for r in rows if r["arm"] == "random"]
+    return claims.selective_claims(rows, priors, *args, composition=composition_for(rows)
+                                   if composition is None else composition, **kw)
 
 
 def only(table, **match):
@@ -41,7 +63,7 @@ def test_paired_against_pairs_shared_seeds_only():
     ref, lin = only(out, arm="random"), only(out, arm="linear")
     assert "verdict" not in ref and ref["seeds"] == 3 and lin["seeds"] == 4
     assert lin["paired_seeds"] == 3 and lin["diff_vs_random"] == pytest.approx((0.05 + 0.06 + 0.06) / 3)
-    assert lin["verdict"] == stats.REPRODUCED
+    assert lin["verdict"] == verdicts.REPRODUCED
 
 
 def test_paired_against_empty():
@@ -58,55 +80,55 @@ def test_an_arm_run_twice_for_a_seed_is_refused():
 
 def test_selective_above_random_is_reproduced():
     rows = RANDOM + arm("step", [0.75, 0.76, 0.80, 0.75], "vader") + arm("none", [0.9] * 4)
-    table = claims.selective_claims(rows, PRIORS)
+    table = selective_claims(rows, PRIORS)
     assert [c["arm"] for c in table] == ["step"]  # only selective arms make the claim
     c = table[0]
-    assert c["verdict"] == stats.REPRODUCED and c["seeds"] == 4 and c["learned"]
+    assert c["verdict"] == verdicts.REPRODUCED and c["seeds"] == 4 and c["learned"]
     assert c["effect"] == pytest.approx(0.0475) and c["low"] > 0
     assert "step" in c["claim"] and "vader" in c["claim"] and "random" in c["claim"]
 
 
 def test_below_random_is_contradicted():
     rows = RANDOM + arm("linear", [0.65, 0.66, 0.70, 0.66], "vader")
-    assert claims.selective_claims(rows, PRIORS)[0]["verdict"] == stats.CONTRADICTED
+    assert selective_claims(rows, PRIORS)[0]["verdict"] == verdicts.CONTRADICTED
 
 
 def test_too_few_seeds_is_not_resolved():
     rows = arm("random", [0.70, 0.72]) + arm("exponential", [0.80, 0.83], "vader")  # +0.10, +0.11
-    c = claims.selective_claims(rows, PRIORS)[0]
-    assert c["seeds"] == 2 < stats.MIN_SEEDS and c["verdict"] == stats.NOT_RESOLVED
+    c = selective_claims(rows, PRIORS)[0]
+    assert c["seeds"] == 2 < verdicts.MIN_SEEDS and c["verdict"] == verdicts.NOT_RESOLVED
 
 
 def test_spanning_zero_is_not_resolved_and_equivalent_with_a_margin():
-    rows = RANDOM + arm("linear", [0.71, 0.71, 0.74, 0.71], "vader")  # diffs +.01 -.01 0 0
-    assert claims.selective_claims(rows, PRIORS)[0]["verdict"] == stats.NOT_RESOLVED
-    c = claims.selective_claims(rows, PRIORS, delta=0.05)[0]
-    assert c["verdict"] == stats.EQUIVALENT and c["delta"] == 0.05
+    rows = RANDOM + arm("linear", [0.701, 0.719, 0.74, 0.71], "vader")  # diffs +.001 -.001 0 0
+    assert selective_claims(rows, PRIORS)[0]["verdict"] == verdicts.NOT_RESOLVED
+    c = selective_claims(rows, PRIORS, delta=0.004)[0]
+    assert c["verdict"] == verdicts.EQUIVALENT and c["delta"] == 0.004
     # a margin narrower than the interval does not make it equivalent
-    assert claims.selective_claims(rows, PRIORS, delta=0.005)[0]["verdict"] == stats.NOT_RESOLVED
+    assert selective_claims(rows, PRIORS, delta=0.0005)[0]["verdict"] == verdicts.NOT_RESOLVED
 
 
 def test_classifiers_at_the_majority_class_resolve_nothing():
     # selective above random at every seed, but nobody beats the 0.7 majority class by the margin
     rows = arm("random", [0.700, 0.705, 0.700, 0.700]) + arm("step", [0.710, 0.716, 0.712, 0.711], "v")
-    assert only(claims.paired_against(rows), arm="step")["verdict"] == stats.REPRODUCED
-    c = claims.selective_claims(rows, {"t": 0.7})[0]
-    assert not c["learned"] and c["verdict"] == stats.NOT_RESOLVED
+    assert only(claims.paired_against(rows), arm="step")["verdict"] == verdicts.REPRODUCED
+    c = selective_claims(rows, {"t": 0.7})[0]
+    assert not c["learned"] and c["verdict"] == verdicts.NOT_RESOLVED
     # the same rows against a lower prior: learned, and the paired verdict stands
-    assert claims.selective_claims(rows, {"t": 0.6})[0]["verdict"] == stats.REPRODUCED
+    assert selective_claims(rows, {"t": 0.6})[0]["verdict"] == verdicts.REPRODUCED
     # a task without a recorded prior is not taken as learned
-    assert claims.selective_claims(rows, {})[0]["verdict"] == stats.NOT_RESOLVED
+    assert selective_claims(rows, {})[0]["verdict"] == verdicts.NOT_RESOLVED
 
 
 def test_the_compared_metric_is_also_the_one_judged_against_its_prior():
     f1_up = [0.60, 0.61, 0.62, 0.60]
     rows = (arm("random", [0.8] * 4, f1=[0.50, 0.52, 0.51, 0.50])
             + arm("step", [0.8] * 4, "v", f1=f1_up))
-    c = claims.selective_claims(rows, {"t": 0.45}, metric="f1")[0]  # a macro-F1 prior
-    assert c["effect"] == pytest.approx(0.1) and c["verdict"] == stats.REPRODUCED
+    c = selective_claims(rows, {"t": 0.45}, metric="f1")[0]  # a macro-F1 prior
+    assert c["effect"] == pytest.approx(0.1) and c["verdict"] == verdicts.REPRODUCED
     assert c["metric"] == "f1" and c["prior"] == 0.45 and "macro-F1" in c["claim"]
     # accuracy 0.8 would clear a 0.7 prior, but the macro-F1s (0.50 to 0.62) do not
-    assert claims.selective_claims(rows, {"t": 0.7}, metric="f1")[0]["verdict"] == stats.NOT_RESOLVED
+    assert selective_claims(rows, {"t": 0.7}, metric="f1")[0]["verdict"] == verdicts.NOT_RESOLVED
 
 
 def test_each_task_is_judged_against_its_own_majority_class():
@@ -122,17 +144,17 @@ def test_each_task_is_judged_against_its_own_majority_class():
     assert priors == {"sst2": 0.5, "hate": 0.93}  # each task its own, never their mean
     learned = claims.learned_groups(rows, priors, ["random", "step"])
     assert learned == {("sst2", "few"): True, ("hate", "few"): False}
-    table = claims.selective_claims(rows, priors)
-    assert only(table, task="sst2")["verdict"] == stats.REPRODUCED
-    assert only(table, task="hate")["verdict"] == stats.NOT_RESOLVED
+    table = selective_claims(rows, priors)
+    assert only(table, task="sst2")["verdict"] == verdicts.REPRODUCED
+    assert only(table, task="hate")["verdict"] == verdicts.NOT_RESOLVED
     # the hate speech claim on macro-F1, against the majority class's macro-F1 (0.482)
     metrics = {"hate": "f1"}
     priors = claims.task_priors(runs, "accuracy", metrics)
     assert priors == {"sst2": 0.5, "hate": 0.482}
-    table = claims.selective_claims(rows, priors, task_metrics=metrics)
+    table = selective_claims(rows, priors, task_metrics=metrics)
     hate_claim, sst2_claim = only(table, task="hate"), only(table, task="sst2")
     assert hate_claim["metric"] == "f1" and sst2_claim["metric"] == "accuracy"
-    assert not hate_claim["learned"] and hate_claim["verdict"] == stats.NOT_RESOLVED  # 0.50 < 0.502
+    assert not hate_claim["learned"] and hate_claim["verdict"] == verdicts.NOT_RESOLVED  # 0.50 < 0.502
     assert hate_claim["effect"] == pytest.approx(0.015)
     (card,) = [r for r in claims.scorecard(table) if r["claim"].endswith("hate")]
     assert card["effect"].startswith("test macro-F1, step - random = 0.015")
@@ -143,12 +165,12 @@ def test_bad_metrics_are_named():
     with pytest.raises(ValueError, match="metric must be one of"):
         claims.paired_against(RANDOM, metric="auc")
     with pytest.raises(ValueError, match="task_metrics"):
-        claims.selective_claims(RANDOM, PRIORS, task_metrics={"t": "auc"})
+        selective_claims(RANDOM, PRIORS, task_metrics={"t": "auc"})
 
 
 def test_no_reference_arm_gives_unpaired_not_resolved():
-    c = claims.selective_claims(arm("step", [0.9, 0.91, 0.92], "v"), PRIORS)[0]
-    assert c["seeds"] == 0 and math.isnan(c["effect"]) and c["verdict"] == stats.NOT_RESOLVED
+    c = selective_claims(arm("step", [0.9, 0.91, 0.92], "v"), PRIORS)[0]
+    assert c["seeds"] == 0 and math.isnan(c["effect"]) and c["verdict"] == verdicts.NOT_RESOLVED
 
 
 # ---------------------------------------------------------------- learned_groups
@@ -156,7 +178,7 @@ def test_no_reference_arm_gives_unpaired_not_resolved():
 
 def test_learned_at_its_edge():
     prior = 0.5
-    edge = prior + stats.LEARNED_MARGIN
+    edge = prior + verdicts.LEARNED_MARGIN
     at_edge = arm("random", [edge] * 4, labels="few")  # four equal values: their mean is exact
     above = arm("random", [edge + 1e-9] * 4, labels="all")
     learned = claims.learned_groups(at_edge + above, {"t": prior}, ["random"])
@@ -178,8 +200,8 @@ def test_scratch_claims():
     rows = arm("scratch", [0.60, 0.61, 0.62, 0.60]) + RANDOM + arm("none", [0.60, 0.60, 0.63, 0.61])
     floor = claims.scratch_claims(rows)
     assert {c["arm"] for c in floor} == {"random", "none"}
-    assert only(floor, arm="random")["verdict"] == stats.REPRODUCED
-    assert only(floor, arm="none")["verdict"] == stats.NOT_RESOLVED
+    assert only(floor, arm="random")["verdict"] == verdicts.REPRODUCED
+    assert only(floor, arm="none")["verdict"] == verdicts.NOT_RESOLVED
 
 
 # ---------------------------------------------------------------- conclusion
@@ -191,15 +213,15 @@ def claim(verdict, seeds=5, learned=True):
 
 def test_conclusion_of_nothing_is_never_reproduced():
     verdict, text = claims.conclusion([])
-    assert verdict == stats.NOT_RESOLVED and text.startswith(stats.NOT_RESOLVED)
+    assert verdict == verdicts.NOT_RESOLVED and text.startswith(verdicts.NOT_RESOLVED)
 
 
 @pytest.mark.parametrize("verdicts, expected", [
-    ([stats.REPRODUCED] * 3, stats.REPRODUCED),
-    ([stats.REPRODUCED, stats.REPRODUCED, stats.CONTRADICTED], stats.CONTRADICTED),
-    ([stats.REPRODUCED, stats.NOT_RESOLVED], stats.NOT_RESOLVED),
-    ([stats.EQUIVALENT] * 2, stats.EQUIVALENT),
-    ([stats.EQUIVALENT, stats.REPRODUCED], stats.NOT_RESOLVED),
+    ([verdicts.REPRODUCED] * 3, verdicts.REPRODUCED),
+    ([verdicts.REPRODUCED, verdicts.REPRODUCED, verdicts.CONTRADICTED], verdicts.CONTRADICTED),
+    ([verdicts.REPRODUCED, verdicts.NOT_RESOLVED], verdicts.NOT_RESOLVED),
+    ([verdicts.EQUIVALENT] * 2, verdicts.EQUIVALENT),
+    ([verdicts.EQUIVALENT, verdicts.REPRODUCED], verdicts.NOT_RESOLVED),
 ])
 def test_conclusion_combines_the_comparisons(verdicts, expected):
     verdict, text = claims.conclusion([claim(v) for v in verdicts])
@@ -208,26 +230,26 @@ def test_conclusion_combines_the_comparisons(verdicts, expected):
 
 
 def test_conclusion_says_why_it_is_not_resolved():
-    table = [claim(stats.NOT_RESOLVED, seeds=2), claim(stats.NOT_RESOLVED, learned=False),
-             claim(stats.REPRODUCED)]
-    floor = [claim(stats.NOT_RESOLVED), claim(stats.CONTRADICTED)]
+    table = [claim(verdicts.NOT_RESOLVED, seeds=2), claim(verdicts.NOT_RESOLVED, learned=False),
+             claim(verdicts.REPRODUCED)]
+    floor = [claim(verdicts.NOT_RESOLVED), claim(verdicts.CONTRADICTED)]
     verdict, text = claims.conclusion(table, floor)
-    assert verdict == stats.NOT_RESOLVED
+    assert verdict == verdicts.NOT_RESOLVED
     assert "1 reproduced, 2 not resolved" in text
-    assert f"1 have fewer than {stats.MIN_SEEDS} paired seeds" in text
+    assert f"1 have fewer than {verdicts.MIN_SEEDS} paired seeds" in text
     assert "in 1, no compared classifier beats the majority class" in text
     assert "scratch" in text
-    assert "scratch" not in claims.conclusion(table, [claim(stats.REPRODUCED)])[1]
+    assert "scratch" not in claims.conclusion(table, [claim(verdicts.REPRODUCED)])[1]
 
 
 def test_end_to_end_on_records():
     rows = (RANDOM + arm("scratch", [0.6] * 4) + arm("step", [0.75, 0.76, 0.80, 0.75], "vader")
             + arm("linear", [0.65, 0.66, 0.70, 0.66], "vader"))
     runs = pd.DataFrame([{"task": "t", "majority_accuracy": 0.5}] * 2)
-    table = claims.selective_claims(rows, claims.task_priors(runs))
+    table = selective_claims(rows, claims.task_priors(runs))
     verdict, text = claims.conclusion(table, claims.scratch_claims(rows))
-    assert verdict == stats.CONTRADICTED and "1 reproduced, 1 contradicted" in text
-    assert {c["verdict"] for c in table} <= set(stats.VERDICTS)
+    assert verdict == verdicts.CONTRADICTED and "1 reproduced, 1 contradicted" in text
+    assert {c["verdict"] for c in table} <= set(verdicts.VERDICTS)
 
 
 def test_task_priors():
@@ -260,33 +282,69 @@ def test_scorecard_one_row_per_comparison():
     rows = (RANDOM + arm("step", [0.75, 0.76, 0.80, 0.75], "vader")
             + arm("linear", [0.65, 0.66, 0.70, 0.66], "vader", labels="all")
             + arm("random", [0.70, 0.72, 0.74, 0.71], labels="all"))
-    table = claims.selective_claims(rows, PRIORS, delta=0.05)
+    table = selective_claims(rows, PRIORS, delta=0.004)
     card = check_card(claims.scorecard(table))
     assert [r["claim"] for r in card] == ["step masking (vader) beats random: few labels, t",
                                           "linear masking (vader) beats random: all labels, t"]
-    assert [r["verdict"] for r in card] == [c["verdict"] for c in table] == [stats.REPRODUCED, stats.CONTRADICTED]
+    assert [r["verdict"] for r in card] == [c["verdict"] for c in table] == [verdicts.REPRODUCED, verdicts.CONTRADICTED]
     assert card[0]["effect"] == "test accuracy, step - random = 0.048 [0.032, 0.063]"
-    assert card[0]["seeds"] == 4 and card[0]["delta"] == 0.05
-    assert list(claims.scorecard_table(card).columns) == ["Claim", "Effect [95% CI]", "Seeds", "Verdict", "Margin"]
+    assert card[0]["seeds"] == 4 and card[0]["delta"] == 0.004
+    assert list(claims.scorecard_table(card).columns) == ["Claim", "Verdict", "Controls", "Effect [95% CI]", "Seeds",
+                                   "Dose (ours / paper profile)", "Margin"]
 
 
 def test_scorecard_says_why_a_comparison_is_not_judged():
     chance = arm("random", [0.700, 0.705, 0.700, 0.700]) + arm("step", [0.710, 0.716, 0.712, 0.711], "v")
-    (row,) = check_card(claims.scorecard(claims.selective_claims(chance, {"t": 0.7})))
-    assert row["verdict"] == stats.NOT_RESOLVED
+    (row,) = check_card(claims.scorecard(selective_claims(chance, {"t": 0.7})))
+    assert row["verdict"] == verdicts.NOT_RESOLVED
     assert "not judged: no compared classifier beats the majority class (0.700 accuracy)" in row["effect"]
     assert "paired seeds" not in row["effect"]  # four seeds: enough
     few_at_chance = arm("random", [0.700, 0.705]) + arm("step", [0.710, 0.716], "v")
-    (row,) = claims.scorecard(claims.selective_claims(few_at_chance, {"t": 0.7}))
+    (row,) = claims.scorecard(selective_claims(few_at_chance, {"t": 0.7}))
     assert row["effect"].count("not judged") == 1
     assert row["effect"].endswith("by 0.02; 2 paired seeds, a verdict needs 3")
     few = arm("random", [0.70, 0.72]) + arm("exponential", [0.80, 0.83], "vader")
-    (row,) = check_card(claims.scorecard(claims.selective_claims(few, PRIORS)))
+    (row,) = check_card(claims.scorecard(selective_claims(few, PRIORS)))
     assert "not judged: 2 paired seeds" in row["effect"] and row["delta"] is None
     one = arm("random", [0.70]) + arm("exponential", [0.80], "vader")
-    (row,) = check_card(claims.scorecard(claims.selective_claims(one, PRIORS)))
+    (row,) = check_card(claims.scorecard(selective_claims(one, PRIORS)))
     assert "one seed: no interval" in row["effect"]
     (row,) = check_card(claims.scorecard([]))
-    assert row["claim"] == claims.CLAIM and row["verdict"] == stats.NOT_RESOLVED
+    assert row["claim"] == claims.CLAIM and row["verdict"] == verdicts.NOT_RESOLVED
     assert row["effect"].startswith("not measured")
-    assert list(claims.scorecard_table([row]).columns) == ["Claim", "Effect [95% CI]", "Seeds", "Verdict"]
+    assert list(claims.scorecard_table([row]).columns) == ["Claim", "Verdict", "Controls", "Effect [95% CI]", "Seeds",
+                                   "Dose (ours / paper profile)"]
+
+
+# ---------------------------------------------------------------- positive controls
+
+
+@pytest.mark.parametrize("ratio, expected", [(1.5, verdicts.EQUIVALENT), (1.49, verdicts.INSENSITIVE)])
+def test_a_selective_arm_must_mask_list_words_more_often(ratio, expected):
+    rows = (RANDOM + arm("exponential", [0.701, 0.719, 0.741, 0.71], "vader")
+            + arm("none", [0.60, 0.61, 0.62, 0.605]))
+    (row,) = selective_claims(rows, PRIORS, delta=0.004, composition=composition_for(rows, ratio))
+    assert row["verdict"] == expected
+
+
+def test_continued_mlm_that_moves_nothing_makes_equivalence_insensitive():
+    rows = (RANDOM + arm("exponential", [0.701, 0.719, 0.741, 0.71], "vader")
+            + arm("none", [0.701, 0.719, 0.741, 0.709]))
+    (row,) = selective_claims(rows, PRIORS, delta=0.004)
+    assert row["verdict"] == verdicts.INSENSITIVE
+    note = verdicts.controls_note(row["verdict"], row["controls"])
+    assert "continued MLM moves the score" in note
+    (card,) = check_card(claims.scorecard([row]))
+    assert card["verdict"] == verdicts.INSENSITIVE
+
+
+def test_a_missing_composition_names_the_field():
+    rows = RANDOM + arm("exponential", [0.75, 0.76, 0.80, 0.75], "vader") + arm("none", [0.9] * 4)
+    with pytest.raises(verdicts.ControlError, match="list_share"):
+        claims.selective_claims(rows, PRIORS, composition=pd.DataFrame())
+
+
+def test_the_margin_is_at_most_half_the_anchors_effect():
+    assert "Train No Evil" in claims.delta_source(0.004)
+    with pytest.raises(ValueError, match="delta=0.01 exceeds half"):
+        claims.delta_source(0.01)

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from scorecards import check_card
 
-from mlmlib import stats
+from mlmlib import verdicts
 from mlmlib.papers.true_negatives import claims
 
 PRIORS = {"toy": 0.5}
@@ -34,6 +34,31 @@ def downstream(diffs, base=0.8, drop_diffs=None, arm="electra/shield", task="toy
     return pd.DataFrame(rows)
 
 
+def training_for(table: pd.DataFrame, disc_replaced: float = 0.6, flagged: float = 0.4,
+                 corrected_flagged: float = 0.1, fires: float = 0.05) -> pd.DataFrame:
+    """B1's training windows for every arm of `table`: two windows per pretraining seed, with the
+    positive controls passing by default (the discriminator flags replacements, corrections
+    change how false negatives are flagged, MLM corrections fire, the tables differ)."""
+    rows = []
+    for arm in sorted(set(table["arm"]) - {"scratch"}):
+        corrected = not arm.endswith("/none")
+        on_other_table = "@" in arm and not claims.on_wordnet(arm)
+        for seed in sorted(set(table["pretrain_seed"])):
+            for step in (10, 20):
+                rows.append({"arm": arm, "objective": arm.split("/")[0], "pretrain_seed": seed, "step": step,
+                             "disc_acc_replaced": disc_replaced,
+                             "disc_acc_false_negative": corrected_flagged if corrected else flagged,
+                             "fn_rate_masked": fires, "fn_rate_replaced": 0.02 if on_other_table else 0.2})
+    return pd.DataFrame(rows)
+
+
+def downstream_claims(table: pd.DataFrame, priors: dict, training: pd.DataFrame | None = None, **kw):
+    """`claims.downstream_claims` with training windows whose controls pass unless given."""
+    if training is None and len(table):
+        training = training_for(table)
+    return claims.downstream_claims(table, priors, training, **kw)
+
+
 def verdict(table: pd.DataFrame, claim: str) -> str:
     (v,) = table.loc[table["claim"] == claim, "verdict"]
     return v
@@ -43,41 +68,41 @@ def verdict(table: pd.DataFrame, claim: str) -> str:
 
 
 def test_clear_gains_reproduce_both_claims():
-    table = claims.downstream_claims(downstream([0.05, 0.06, 0.07], drop_diffs=[-0.03, -0.04, -0.05]),
+    table = downstream_claims(downstream([0.05, 0.06, 0.07], drop_diffs=[-0.03, -0.04, -0.05]),
                                      PRIORS)
-    assert verdict(table, ACC) == stats.REPRODUCED
-    assert verdict(table, DROP) == stats.REPRODUCED  # the drop is lower: direction "less"
+    assert verdict(table, ACC) == verdicts.REPRODUCED
+    assert verdict(table, DROP) == verdicts.REPRODUCED  # the drop is lower: direction "less"
     row = table[table["claim"] == ACC].iloc[0]
     assert row["difference"] == pytest.approx(0.06) and row["seeds"] == 3
     assert row["ci_low"] > 0 and row["arm"] == "electra/shield" and row["learned"]
 
 
 def test_clear_losses_contradict():
-    table = claims.downstream_claims(downstream([-0.05, -0.06, -0.07], drop_diffs=[0.03, 0.04, 0.05]),
+    table = downstream_claims(downstream([-0.05, -0.06, -0.07], drop_diffs=[0.03, 0.04, 0.05]),
                                      PRIORS)
-    assert verdict(table, ACC) == stats.CONTRADICTED
-    assert verdict(table, DROP) == stats.CONTRADICTED
+    assert verdict(table, ACC) == verdicts.CONTRADICTED
+    assert verdict(table, DROP) == verdicts.CONTRADICTED
 
 
 def test_no_difference_within_delta_is_equivalent():
-    table = claims.downstream_claims(downstream([0.001, -0.001, 0.0005]), PRIORS, delta=0.01)
-    assert verdict(table, ACC) == stats.EQUIVALENT
-    assert verdict(table, DROP) == stats.EQUIVALENT  # drops identical: a zero-width interval at 0
+    table = downstream_claims(downstream([0.001, -0.001, 0.0005]), PRIORS, delta=0.01)
+    assert verdict(table, ACC) == verdicts.EQUIVALENT
+    assert verdict(table, DROP) == verdicts.EQUIVALENT  # drops identical: a zero-width interval at 0
 
 
 @pytest.mark.parametrize("diffs, priors, why", [
-    ([0.05, 0.06], PRIORS, "two seeds are fewer than stats.MIN_SEEDS"),
+    ([0.05, 0.06], PRIORS, "two seeds are fewer than verdicts.MIN_SEEDS"),
     ([0.05, -0.05, 0.02], PRIORS, "the interval spans zero and reaches past delta"),
     ([0.05, 0.06, 0.07], {"toy": 0.8}, "the baseline does not beat the class prior by the margin"),
     ([0.05, 0.06, 0.07], {}, "no class prior: learning cannot be shown"),
 ])
 def test_not_resolved(diffs, priors, why):
-    table = claims.downstream_claims(downstream(diffs), priors)
-    assert verdict(table, ACC) == stats.NOT_RESOLVED, why
+    table = downstream_claims(downstream(diffs), priors)
+    assert verdict(table, ACC) == verdicts.NOT_RESOLVED, why
 
 
 def test_unlearned_pair_is_flagged():
-    table = claims.downstream_claims(downstream([0.05, 0.06, 0.07]), {"toy": 0.8})
+    table = downstream_claims(downstream([0.05, 0.06, 0.07]), {"toy": 0.8})
     assert not table["learned"].any()
 
 
@@ -85,10 +110,10 @@ def test_arms_with_a_source_are_not_merged_with_the_plain_arm():
     both = pd.concat([downstream([0.05, 0.06, 0.07]),
                       downstream([-0.05, -0.06, -0.07], arm="electra/shield@glove-6b-50d")])
     both = both.drop_duplicates(subset=["arm", "task", "pretrain_seed", "finetune_seed"])
-    table = claims.downstream_claims(both, PRIORS)
+    table = downstream_claims(both, PRIORS)
     acc = table[table["claim"] == ACC].set_index("arm")["verdict"]
-    assert acc.to_dict() == {"electra/shield": stats.REPRODUCED,
-                             "electra/shield@glove-6b-50d": stats.CONTRADICTED}
+    assert acc.to_dict() == {"electra/shield": verdicts.REPRODUCED,
+                             "electra/shield@glove-6b-50d": verdicts.CONTRADICTED}
 
 
 def test_seed_differences_are_method_minus_baseline_per_seed():
@@ -163,12 +188,12 @@ def overhead_row(arm, low, high, reps=5, model="big", step_ms=100.0, objective="
 
 
 @pytest.mark.parametrize("arm, low, high, reps, expected", [
-    ("electra/shield", 0.01, 0.03, 5, stats.REPRODUCED),  # below HC's 5%
-    ("electra/relabel", 0.06, 0.09, 5, stats.CONTRADICTED),  # above it
-    ("electra/shield", 0.03, 0.07, 5, stats.NOT_RESOLVED),  # spans it
-    ("electra/shield", 0.01, 0.03, 2, stats.NOT_RESOLVED),  # too few repetitions
-    ("electra/sr-word", 0.06, 0.12, 5, stats.REPRODUCED),  # below SR's 15%
-    ("electra/sr-sentence@glove-6b-50d", 0.2, 0.3, 5, stats.CONTRADICTED),
+    ("electra/shield", 0.01, 0.03, 5, verdicts.REPRODUCED),  # below HC's 5%
+    ("electra/relabel", 0.06, 0.09, 5, verdicts.CONTRADICTED),  # above it
+    ("electra/shield", 0.03, 0.07, 5, verdicts.NOT_RESOLVED),  # spans it
+    ("electra/shield", 0.01, 0.03, 2, verdicts.NOT_RESOLVED),  # too few repetitions
+    ("electra/sr-word", 0.06, 0.12, 5, verdicts.REPRODUCED),  # below SR's 15%
+    ("electra/sr-sentence@glove-6b-50d", 0.2, 0.3, 5, verdicts.CONTRADICTED),
 ])
 def test_overhead_verdicts(arm, low, high, reps, expected):
     table = claims.overhead_claims(pd.DataFrame([overhead_row(arm, low, high, reps)]))
@@ -179,7 +204,7 @@ def test_overhead_of_several_runs_is_an_interval_over_runs():
     rows = [overhead_row("electra/shield", v - 0.001, v + 0.001) for v in (0.01, 0.02, 0.03)]
     (row,) = claims.overhead_claims(pd.DataFrame(rows)).to_dict("records")
     assert row["reps"] == 3 and row["ci_low"] < 0.02 < row["ci_high"]
-    assert row["verdict"] == stats.REPRODUCED  # the mean's interval lies below 0.05
+    assert row["verdict"] == verdicts.REPRODUCED  # the mean's interval lies below 0.05
 
 
 def test_overhead_shown_is_the_mean_its_interval_is_about():
@@ -208,22 +233,22 @@ def test_reference_arms_have_no_cost_claim():
 def test_summary_of_nothing_is_never_reproduced():
     table = claims.summary(pd.DataFrame(), pd.DataFrame())
     assert table["claim"].tolist() == list(claims.CLAIMS)
-    assert (table["verdict"] == stats.NOT_RESOLVED).all() and (table["conditions"] == 0).all()
-    empty = claims.downstream_claims(pd.DataFrame(), PRIORS)
+    assert (table["verdict"] == verdicts.NOT_RESOLVED).all() and (table["conditions"] == 0).all()
+    empty = downstream_claims(pd.DataFrame(), PRIORS)
     assert empty.empty and claims.summary(empty, claims.overhead_claims(pd.DataFrame()))[
-        "verdict"].eq(stats.NOT_RESOLVED).all()
+        "verdict"].eq(verdicts.NOT_RESOLVED).all()
 
 
 def test_summary_combines_tasks_and_arms():
     good = downstream([0.05, 0.06, 0.07], drop_diffs=[-0.03, -0.04, -0.05])
     bad = downstream([-0.05, -0.06, -0.07], task="other")
-    both = claims.downstream_claims(pd.concat([good, bad]), {"toy": 0.5, "other": 0.5})
+    both = downstream_claims(pd.concat([good, bad]), {"toy": 0.5, "other": 0.5})
     table = claims.summary(both, pd.DataFrame()).set_index("claim")
-    assert table.loc[ACC, "verdict"] == stats.CONTRADICTED  # one task contradicts it
+    assert table.loc[ACC, "verdict"] == verdicts.CONTRADICTED  # one task contradicts it
     assert table.loc[ACC, "conditions"] == 2 and table.loc[ACC, "reproduced"] == 1
-    assert table.loc[DROP, "verdict"] == stats.NOT_RESOLVED  # reproduced on one, equivalent on the other
-    only_good = claims.summary(claims.downstream_claims(good, PRIORS), pd.DataFrame()).set_index("claim")
-    assert only_good.loc[ACC, "verdict"] == stats.REPRODUCED
+    assert table.loc[DROP, "verdict"] == verdicts.NOT_RESOLVED  # reproduced on one, equivalent on the other
+    only_good = claims.summary(downstream_claims(good, PRIORS), pd.DataFrame()).set_index("claim")
+    assert only_good.loc[ACC, "verdict"] == verdicts.REPRODUCED
 
 
 def test_summary_reads_cost_targets_at_the_largest_model():
@@ -232,9 +257,9 @@ def test_summary_reads_cost_targets_at_the_largest_model():
         overhead_row("electra/shield", 0.01, 0.03, model="electra-small", step_ms=500.0),
     ]))
     table = claims.summary(pd.DataFrame(), overhead).set_index("claim")
-    assert table.loc[claims.HC_CLAIM, "verdict"] == stats.REPRODUCED
+    assert table.loc[claims.HC_CLAIM, "verdict"] == verdicts.REPRODUCED
     assert table.loc[claims.HC_CLAIM, "conditions"] == 1
-    assert table.loc[claims.SR_CLAIM, "verdict"] == stats.NOT_RESOLVED  # no SR arm timed
+    assert table.loc[claims.SR_CLAIM, "verdict"] == verdicts.NOT_RESOLVED  # no SR arm timed
 
 
 def test_empty_tables_everywhere():
@@ -249,7 +274,7 @@ def test_empty_tables_everywhere():
 
 
 def test_scorecard_one_row_per_claim_arm_and_task():
-    rows = claims.downstream_claims(downstream([0.05, 0.06, 0.07], drop_diffs=[-0.03, -0.04, -0.05]), PRIORS)
+    rows = downstream_claims(downstream([0.05, 0.06, 0.07], drop_diffs=[-0.03, -0.04, -0.05]), PRIORS)
     timed = claims.overhead_claims(pd.DataFrame([
         overhead_row("electra/plain", 0.0, 0.0), overhead_row("electra/shield", 0.01, 0.03),
         overhead_row("electra/sr-word", 0.2, 0.3),
@@ -260,38 +285,39 @@ def test_scorecard_one_row_per_claim_arm_and_task():
                           f"{claims.SR_CLAIM}: electra/sr-word"]
     assert card[claims.SOURCE_CLAIM]["effect"].startswith("not measured: no arm on another lookup table")
     acc = card["Better downstream score: electra/shield, toy"]
-    assert acc["verdict"] == stats.REPRODUCED and acc["seeds"] == 3 and acc["delta"] == 0.01
+    assert acc["verdict"] == verdicts.REPRODUCED and acc["seeds"] == 3 and acc["delta"] == 0.01
     assert acc["effect"].startswith("test accuracy, method - baseline = 0.060 [")
     hc = card[f"{claims.HC_CLAIM}: electra/shield"]
-    assert hc["verdict"] == stats.REPRODUCED and hc["delta"] == 0.05 and hc["seeds"] == 5  # the big model's
-    assert card[f"{claims.SR_CLAIM}: electra/sr-word"]["verdict"] == stats.CONTRADICTED
-    assert [r["verdict"] for r in card.values()][:2] == claims.downstream_claims(
+    assert hc["verdict"] == verdicts.REPRODUCED and hc["delta"] == 0.05 and hc["seeds"] == 5  # the big model's
+    assert card[f"{claims.SR_CLAIM}: electra/sr-word"]["verdict"] == verdicts.CONTRADICTED
+    assert [r["verdict"] for r in card.values()][:2] == downstream_claims(
         downstream([0.05, 0.06, 0.07], drop_diffs=[-0.03, -0.04, -0.05]), PRIORS)["verdict"].tolist()
 
 
 def test_scorecard_says_why_a_row_is_not_judged():
-    chance = check_card(claims.scorecard(claims.downstream_claims(downstream([0.05, 0.06, 0.07]), {"toy": 0.8}),
+    chance = check_card(claims.scorecard(downstream_claims(downstream([0.05, 0.06, 0.07]), {"toy": 0.8}),
                                          pd.DataFrame()))
-    assert all(r["verdict"] == stats.NOT_RESOLVED for r in chance)
+    assert all(r["verdict"] == verdicts.NOT_RESOLVED for r in chance)
     assert "at chance" in chance[0]["effect"] and "at chance" in chance[1]["effect"]
     assert all(r["effect"].count("not judged") == 1 for r in chance[:2])
-    both = claims.scorecard(claims.downstream_claims(downstream([0.05, 0.06]), {"toy": 0.8}), pd.DataFrame())
+    both = claims.scorecard(downstream_claims(downstream([0.05, 0.06]), {"toy": 0.8}), pd.DataFrame())
     assert both[0]["effect"].count("not judged") == 1 and "at chance" in both[0]["effect"]
     assert both[0]["effect"].endswith("; 2 seeds, a verdict needs 3")
-    two = check_card(claims.scorecard(claims.downstream_claims(downstream([0.05, 0.06]), PRIORS), pd.DataFrame()))
+    two = check_card(claims.scorecard(downstream_claims(downstream([0.05, 0.06]), PRIORS), pd.DataFrame()))
     assert "not judged: 2 seeds" in two[0]["effect"]
     one = claims.overhead_claims(pd.DataFrame([overhead_row("electra/shield", 0.02, 0.02, reps=1)]))
     (hc,) = [r for r in claims.scorecard(pd.DataFrame(), one) if r["claim"].startswith(claims.HC_CLAIM)]
-    assert "one repetition: no interval" in hc["effect"] and hc["verdict"] == stats.NOT_RESOLVED
+    assert "one repetition: no interval" in hc["effect"] and hc["verdict"] == verdicts.NOT_RESOLVED
 
 
 def test_scorecard_of_nothing_names_every_claim():
     card = check_card(claims.scorecard(pd.DataFrame(), pd.DataFrame()))
     assert [r["claim"] for r in card] == ["Better downstream score", "More robust to synonyms",
                                           claims.SOURCE_CLAIM, claims.HC_CLAIM, claims.SR_CLAIM]
-    assert all(r["verdict"] == stats.NOT_RESOLVED and r["effect"].startswith("not measured") for r in card)
+    assert all(r["verdict"] == verdicts.NOT_RESOLVED and r["effect"].startswith("not measured") for r in card)
     table = claims.scorecard_table(card)
-    assert list(table.columns) == ["Claim", "Effect [95% CI]", "Seeds", "Verdict", "Margin"]
+    assert list(table.columns) == ["Claim", "Verdict", "Controls", "Effect [95% CI]", "Seeds",
+                                   "Dose (ours / paper profile)", "Margin"]
 
 
 def test_an_arm_on_word2vec_neighbours_is_compared_with_the_same_correction_on_wordnet():
@@ -299,10 +325,10 @@ def test_an_arm_on_word2vec_neighbours_is_compared_with_the_same_correction_on_w
     wordnet = downstream([0.05, 0.06, 0.07], arm="electra/shield")
     other = downstream([0.01, 0.01, 0.02], arm=w2v)
     both = pd.concat([wordnet, other[other["arm"] == w2v]])  # one baseline and scratch
-    table = claims.downstream_claims(both, PRIORS, delta=0.01)
+    table = downstream_claims(both, PRIORS, delta=0.01)
     (row,) = table[table["claim"] == claims.SOURCE_CLAIM].to_dict("records")
     assert row["arm"] == w2v and row["effect"] == f"test_accuracy: electra/shield - {w2v}"
-    assert row["difference"] == pytest.approx(0.0467, abs=1e-3) and row["verdict"] == stats.REPRODUCED
+    assert row["difference"] == pytest.approx(0.0467, abs=1e-3) and row["verdict"] == verdicts.REPRODUCED
     # each arm is still judged against the uncorrected baseline, as any corrected arm
     assert set(table.loc[table["claim"] == ACC, "arm"]) == {"electra/shield", w2v}
     (card,) = [r for r in check_card(claims.scorecard(table, pd.DataFrame()))
@@ -310,15 +336,15 @@ def test_an_arm_on_word2vec_neighbours_is_compared_with_the_same_correction_on_w
     assert card["claim"] == f"{claims.SOURCE_CLAIM}: {w2v}, toy"
     assert card["effect"].startswith(f"test accuracy, electra/shield - {w2v} = 0.047 [")
     assert card["effect"].endswith("(direction reconstructed)")
-    reversed_ = claims.downstream_claims(pd.concat([downstream([0.01, 0.01, 0.02], arm="electra/shield"),
+    reversed_ = downstream_claims(pd.concat([downstream([0.01, 0.01, 0.02], arm="electra/shield"),
                                                     downstream([0.05, 0.06, 0.07], arm=w2v).query("arm == @w2v")]),
                                          PRIORS, delta=0.01)
-    assert verdict(reversed_, claims.SOURCE_CLAIM) == stats.CONTRADICTED
-    assert verdict(claims.downstream_claims(pd.concat([wordnet, wordnet.query("arm == 'electra/shield'")
+    assert verdict(reversed_, claims.SOURCE_CLAIM) == verdicts.CONTRADICTED
+    assert verdict(downstream_claims(pd.concat([wordnet, wordnet.query("arm == 'electra/shield'")
                                                        .assign(arm=w2v)]), PRIORS, delta=0.01),
-                   claims.SOURCE_CLAIM) == stats.EQUIVALENT
+                   claims.SOURCE_CLAIM) == verdicts.EQUIVALENT
     assert claims.summary(table, pd.DataFrame()).set_index("claim").loc[claims.SOURCE_CLAIM, "verdict"] \
-        == stats.REPRODUCED
+        == verdicts.REPRODUCED
 
 
 def test_an_arm_on_wordnet_beside_a_neighbour_default_table_is_the_wordnet_side():
@@ -326,11 +352,11 @@ def test_an_arm_on_wordnet_beside_a_neighbour_default_table_is_the_wordnet_side(
     on_wordnet = "electra/shield@wordnet"
     glove = downstream([0.01, 0.01, 0.02], arm="electra/shield")
     wordnet = downstream([0.05, 0.06, 0.07], arm=on_wordnet)
-    table = claims.downstream_claims(pd.concat([glove, wordnet[wordnet["arm"] == on_wordnet]]),
+    table = downstream_claims(pd.concat([glove, wordnet[wordnet["arm"] == on_wordnet]]),
                                      PRIORS, delta=0.01)
     (row,) = table[table["claim"] == claims.SOURCE_CLAIM].to_dict("records")
     assert row["effect"] == f"test_accuracy: {on_wordnet} - electra/shield"
-    assert row["difference"] == pytest.approx(0.0467, abs=1e-3) and row["verdict"] == stats.REPRODUCED
+    assert row["difference"] == pytest.approx(0.0467, abs=1e-3) and row["verdict"] == verdicts.REPRODUCED
     assert claims.on_wordnet("mlm/shield@nltk-wordnet") and not claims.on_wordnet("electra/shield@glove-6b-50d")
     from mlmlib.papers.true_negatives.experiment import SYNONYM_SOURCES
     assert set(claims.WORDNET_SOURCES) == set(SYNONYM_SOURCES)
@@ -372,3 +398,59 @@ def test_benchmark_table_shows_squads_f1_and_exact_match_outside_the_glue_averag
 
 def test_benchmark_table_of_old_records_is_empty():
     assert claims.benchmark_table(downstream([0.01, 0.02])).empty
+
+
+# --------------------------------------------------------------- positive controls
+
+
+def test_a_discriminator_that_flags_nothing_makes_equivalence_insensitive():
+    table = downstream([0.001, -0.001, 0.0005])
+    sensitive = downstream_claims(table, PRIORS, delta=0.01)
+    assert verdict(sensitive, ACC) == verdicts.EQUIVALENT
+    blind = downstream_claims(table, PRIORS, training_for(table, disc_replaced=0.0), delta=0.01)
+    assert verdict(blind, ACC) == verdicts.INSENSITIVE
+    (row,) = blind.loc[blind["claim"] == ACC, "controls"]
+    assert [c["passed"] for c in row if c["name"].startswith("the uncorrected discriminator")] == [False]
+
+
+@pytest.mark.parametrize("flag_gap, expected", [(0.051, verdicts.EQUIVALENT), (0.049, verdicts.INSENSITIVE)])
+def test_a_correction_must_change_flagging_by_the_threshold(flag_gap, expected):
+    table = downstream([0.001, -0.001, 0.0005])
+    training = training_for(table, flagged=0.3, corrected_flagged=0.3 - flag_gap)
+    assert verdict(downstream_claims(table, PRIORS, training, delta=0.01), ACC) == expected
+
+
+@pytest.mark.parametrize("disc, expected", [(0.3, verdicts.EQUIVALENT), (0.2999, verdicts.INSENSITIVE)])
+def test_the_discriminator_control_at_its_edge(disc, expected):
+    table = downstream([0.001, -0.001, 0.0005])
+    assert verdict(downstream_claims(table, PRIORS, training_for(table, disc_replaced=disc), delta=0.01),
+                   ACC) == expected
+
+
+def test_an_mlm_correction_that_never_fires_is_insensitive():
+    table = downstream([0.0, 0.0, 0.0005], arm="mlm/shield")
+    assert verdict(downstream_claims(table, PRIORS, training_for(table, fires=0.0004), delta=0.01),
+                   ACC) == verdicts.INSENSITIVE
+    assert verdict(downstream_claims(table, PRIORS, training_for(table, fires=0.01), delta=0.01),
+                   ACC) == verdicts.EQUIVALENT
+
+
+def test_robustness_needs_a_drop_of_twice_delta_to_explain():
+    table = downstream([0.001, -0.001, 0.0005])
+    table.loc[table["arm"] != "scratch", "robustness_drop"] = 0.015  # under 2 x 0.01 for both arms
+    assert verdict(downstream_claims(table, PRIORS, delta=0.01), DROP) == verdicts.INSENSITIVE
+
+
+def test_a_clear_gain_keeps_its_verdict_with_a_failed_control_shown():
+    table = downstream([0.05, 0.06, 0.07])
+    rows = downstream_claims(table, PRIORS, training_for(table, disc_replaced=0.0))
+    assert verdict(rows, ACC) == verdicts.REPRODUCED
+    (card,) = [r for r in check_card(claims.scorecard(rows, pd.DataFrame()))
+               if r["claim"].startswith("Better downstream score")]
+    assert "control failed beside the verdict" in verdicts.controls_note(card["verdict"], card["controls"])
+
+
+def test_a_missing_control_field_names_the_claim_and_the_field():
+    table = downstream([0.001, -0.001, 0.0005])
+    with pytest.raises(verdicts.ControlError, match="disc_acc_replaced"):
+        downstream_claims(table, PRIORS, training_for(table).drop(columns="disc_acc_replaced"))

@@ -1,6 +1,6 @@
 """The architecture, read from the imports: core and data never import a paper or the runs
 package, no paper imports another, and the runs package imports no training code. Plus the
-per-paper code versions that follow from it."""
+code versions that follow from it (each notebook's own imports: tests/test_code_version.py)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from mlmlib.paths import PACKAGE_DIR
 from mlmlib.runs import runner
 
 # What the runs package may import from the library: orchestration helpers and the verdict
-# rules and sanity floors (to show them in the book), nothing that trains.
+# rules, sanity floors and figure helpers (to show them in the book: the scorecard's forest
+# plots; plots imports no torch), nothing that trains.
 RUNS_MAY_IMPORT = ("mlmlib.runs", "mlmlib.atomic", "mlmlib.paths", "mlmlib.code_digest",
-                   "mlmlib.stats", "mlmlib.floors")
+                   "mlmlib.stats", "mlmlib.verdicts", "mlmlib.floors", "mlmlib.plots")
 # The mirror command fetches what a plan needs from the hub, so it imports the loaders (and the
 # names of A5's hub resources); the command line imports it for that command only.
 # The rehearsal builds stand-ins of those resources (from the data package's bundle and the
@@ -116,10 +117,13 @@ def test_an_edit_in_one_paper_changes_only_its_runs(library_copy):
     with open(library_copy / "runs" / "runner.py", "a") as f:  # orchestration: reruns nothing
         f.write("\n# an edit\n")
     assert _versions() == after
-    with open(library_copy / "stats.py", "a") as f:  # the core: reruns everything
+    with open(library_copy / "stats.py", "a") as f:  # the core: reruns the notebooks that reach it
         f.write("\n# an edit\n")
     again = _versions()
-    assert all(again[nb] != after[nb] for nb in after)
+    reach = {nb for nb in after if "mlmlib.stats" in code_digest.notebook_modules(
+        PACKAGE_DIR.parent / "notebooks" / f"{nb}.ipynb")}
+    assert {nb for nb in after if again[nb] != after[nb]} == reach
+    assert "B1_true_negatives_pretrain" in reach and "runs_report" not in reach
 
 
 def test_cached_models_are_keyed_by_their_papers_code(library_copy, tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from mlmlib import stats
+from mlmlib import verdicts
 from mlmlib.data import task_splits
 from mlmlib.data.synonyms import SynonymTable
 from mlmlib.papers.distributional import claims, perturb
@@ -171,9 +171,9 @@ def test_correlation_and_verdict():
     x = rng.normal(size=400)
     strong = pdl.correlation(x, x + 0.1 * rng.normal(size=400))
     none = pdl.correlation(x, rng.normal(size=400))
-    assert strong.mean > 0.9 and claims.low_correlation_verdict(strong) == stats.CONTRADICTED
-    assert abs(none.mean) < 0.2 and claims.low_correlation_verdict(none) == stats.REPRODUCED
-    assert claims.low_correlation_verdict(pdl.correlation(x[:5], x[:5])) == stats.NOT_RESOLVED
+    assert strong.mean > 0.9 and claims.low_correlation_verdict(strong) == verdicts.CONTRADICTED
+    assert abs(none.mean) < 0.2 and claims.low_correlation_verdict(none) == verdicts.REPRODUCED
+    assert claims.low_correlation_verdict(pdl.correlation(x[:5], x[:5])) == verdicts.NOT_RESOLVED
     assert pdl.correlation(x[:2], x[:2]).n == 2 and np.isnan(pdl.correlation(x[:2], x[:2]).mean)
     assert np.isnan(pdl.pearson([1, 1, 1, 1], [1, 2, 3, 4]))
 

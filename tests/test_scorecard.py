@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -16,8 +17,17 @@ def _record(root: Path, profile: str, notebook: str, chapter: str, rows: list[di
     (folder / "run.json").write_text(json.dumps(rec))
 
 
-def _row(claim: str, verdict: str, effect: str = "0.03 [0.01, 0.05]") -> dict:
-    return {"claim": claim, "effect": effect, "seeds": 5, "delta": None, "verdict": verdict}
+def _row(claim: str, verdict: str, effect: str = "0.03 [0.01, 0.05]", controls=None, testbed="synthetic",
+         dose="4,096 / 1,536,000 tokens") -> dict:
+    passed = {"name": "synonyms close", "kind": "manipulation took", "measured": 0.7, "threshold": 0.1,
+              "op": ">=", "field": "x", "passed": True}
+    return {"claim": claim, "effect": effect, "seeds": 5, "delta": 0.02, "verdict": verdict, "estimate": 0.03,
+            "low": 0.01, "high": 0.05, "direction": "greater", "controls": [passed] if controls is None else controls,
+            "dose": dose, "testbed": testbed, "delta_source": "ours"}
+
+
+def _table(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("|")]
 
 
 def test_tables_come_from_the_records_of_every_profile(tmp_path):
@@ -25,24 +35,42 @@ def test_tables_come_from_the_records_of_every_profile(tmp_path):
             [_row("WITH beats WITHOUT", "reproduced"), _row("shuffle | control", "not resolved")])
     _record(tmp_path, "cpu", "A4_synthetic_summary", "paper_a", [_row("WITH beats WITHOUT", "contradicted")])
     _record(tmp_path, "smoke", "C3_selective_summary", "paper_c",
-            [_row("selective beats random, sst2", "reproduced"),
-             _row("selective beats random, imdb", "contradicted")])
+            [_row("selective beats random, sst2", "reproduced", testbed="real text"),
+             _row("selective beats random, imdb", "contradicted", testbed="real text")])
     out = write_claim_tables("smoke", tmp_path)
     a = (out / "claims_paper_a.md").read_text()
-    assert "0.03 [0.01, 0.05]" in a and "**contradicted**" in a and "**reproduced**" in a
+    assert 'class="verdict verdict-contradicted">contradicted' in a and "verdict-reproduced" in a
     assert "shuffle \\| control" in a  # a pipe in a claim does not break the table
-    assert "[smoke](/book/runs/smoke/A4_synthetic_summary/run.ipynb)" in a  # the rendered profile links
-    assert "| cpu |" in a  # another profile's rows are shown, not linked
-    card = (out / "scorecard.md").read_text().splitlines()
-    assert card[0] == "| Paper | Claim | Profile | Verdict | Seeds | ±delta | Effect [95% CI] |"
-    # one line per claim and profile, the lines of one claim together, smoke before cpu
-    with_without = [line for line in card if "WITH beats WITHOUT" in line]
-    assert len(with_without) == 2 and card.index(with_without[1]) == card.index(with_without[0]) + 1
-    assert "[smoke](/book/runs/smoke/A4_synthetic_summary/run.ipynb)" in with_without[0]
-    assert "**reproduced**" in with_without[0] and "0.03 [0.01, 0.05]" in with_without[0]
-    assert "| cpu |" in with_without[1] and "**contradicted**" in with_without[1]
+    assert "(/book/runs/smoke/A4_synthetic_summary/run.ipynb)" in a  # the rendered profile links
+    card = _table((out / "scorecard.md").read_text())
+    # one row per claim, one column per profile and testbed
+    assert card[0] == "| Paper | Claim | smoke: synthetic | cpu: synthetic | smoke: real text |"
+    (with_without,) = [line for line in card if "WITH beats WITHOUT" in line]
+    cells = with_without.split(" | ")
+    assert "verdict-reproduced" in cells[2] and "(/book/runs/smoke/A4_synthetic_summary/run.ipynb)" in cells[2]
+    assert "verdict-contradicted" in cells[3] and "/book/runs/cpu" not in cells[3]  # not rendered: no link
+    assert "controls passed (1)" in cells[2] and "dose: 4,096 / 1,536,000 tokens" in cells[2]
     assert sum("selective beats random" in line for line in card) == 2
     assert "No summary records yet" in (out / "claims_paper_b.md").read_text()
+
+
+def test_the_scorecard_names_a_failed_control_and_writes_its_csv_and_forest_plot(tmp_path):
+    failed = {"name": "the discriminator flags replacements", "kind": "manipulation took", "measured": 0.0,
+              "threshold": 0.3, "op": ">=", "field": "x", "passed": False}
+    _record(tmp_path, "cpu", "B3_true_negatives_summary", "paper_b",
+            [_row("Better downstream score: electra/shield", "insensitive", controls=[failed])])
+    _record(tmp_path, "cpu", "A4_synthetic_summary", "paper_a", [_row("WITH beats WITHOUT", "reproduced")])
+    out = write_claim_tables("smoke", tmp_path, also=["cpu"])
+    card = (out / "scorecard.md").read_text()
+    assert "failed: the discriminator flags replacements: 0 (needs &gt;= 0.3)" in card
+    assert "{download}`claims.csv </book/_generated/claims.csv>`" in card
+    assert "![Forest plot of the cpu profile's claims](/book/_generated/forest_cpu.png)" in card
+    assert (out / "forest_cpu.png").stat().st_size > 1000
+    with (out / "claims.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert {r["verdict"] for r in rows} == {"insensitive", "reproduced"}
+    (b,) = [r for r in rows if r["chapter"] == "paper_b"]
+    assert b["controls_passed"] == "0" and "discriminator" in b["failed_controls"] and b["estimate"] == "0.03"
 
 
 def test_a_profile_shown_beside_the_built_one_is_linked_and_others_are_left_out(tmp_path):
@@ -51,17 +79,17 @@ def test_a_profile_shown_beside_the_built_one_is_linked_and_others_are_left_out(
     _record(tmp_path, "paper-rehearsal", "A4_synthetic_summary", "paper_a",
             [_row("WITH beats WITHOUT", "contradicted")])
     card = (write_claim_tables("smoke", tmp_path, also=["cpu"]) / "scorecard.md").read_text()
-    assert "[cpu](/book/runs/cpu/A4_synthetic_summary/run.ipynb)" in card
+    assert "(/book/runs/cpu/A4_synthetic_summary/run.ipynb)" in card
     assert "paper-rehearsal" not in card  # a rehearsal's numbers are no result
     rehearsal = (write_claim_tables("paper-rehearsal", tmp_path) / "scorecard.md").read_text()
-    assert "[paper-rehearsal](/book/runs/paper-rehearsal/" in rehearsal  # unless it is the book
+    assert "(/book/runs/paper-rehearsal/" in rehearsal  # unless it is the book
 
 
 def test_every_row_keeps_its_own_verdict_words(tmp_path):
     _record(tmp_path, "smoke", "A6_real_summary", "paper_a",
-            [_row("r is low", "reproduced"), _row("r is low", "excluded: model at chance")])
+            [_row("r is low", "reproduced"), _row("r is low, excluded", "excluded: model at chance")])
     card = (write_claim_tables("smoke", tmp_path) / "scorecard.md").read_text()
-    assert "**reproduced**" in card and "**excluded: model at chance**" in card
+    assert ">reproduced</span>" in card and ">excluded: model at chance</span>" in card
 
 
 def test_missed_sanity_floors_are_named_under_the_tables_that_rest_on_them(tmp_path):

@@ -369,3 +369,12 @@ def _short(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
     text = "".join(ch if ch.isalnum() or ch in ".-" else "." for ch in str(text))
     return text[:40]
+
+
+def planned_params(profile: str, notebook: str) -> list[dict[str, Any]]:
+    """Every parameter of each run of `notebook` in `profile`'s plan: the template's defaults
+    overridden by the plan's values (what a summary compares its own dose with); [] if none."""
+    if profile not in available_profiles():
+        return []
+    defaults = notebook_parameters(str(notebooks_dir() / f"{notebook}.ipynb"))
+    return [{**defaults, **run.params} for run in load_plan(profile).runs if run.notebook == notebook]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import atexit
 import hashlib
-import json
 import os
 import platform
 import re
@@ -26,7 +25,7 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets.config import Config
 
 from mlmlib.atomic import remove_dead_temps, temp_name, without_nan, write_json
-from mlmlib.code_digest import source_digest
+from mlmlib.code_digest import notebook_modules, notebook_version, paper_of
 from mlmlib.paths import project_root, runs_dir, work_dir
 from mlmlib.runs import records
 from mlmlib.runs.plans import Plan, Run, is_summary, load_plan, notebook_parameters, notebooks_dir
@@ -124,29 +123,17 @@ class BatchReport:
 
 
 def notebook_papers(notebook: str) -> list[str]:
-    """The paper packages a notebook's code imports (`mlmlib.papers.<name>`)."""
-    nb = json.loads((notebooks_dir() / f"{notebook}.ipynb").read_text())
-    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
-    found = set(re.findall(r"mlmlib\.papers\.(\w+)", code))
-    found |= {name for names in re.findall(r"from mlmlib\.papers import ([\w, ]+)", code)
-              for name in re.split(r"[,\s]+", names) if name}
-    return sorted(found)
+    """The paper packages whose modules a notebook runs (`mlmlib.papers.<name>`)."""
+    modules = notebook_modules(notebooks_dir() / f"{notebook}.ipynb")
+    return sorted({paper for paper in map(paper_of, modules) if paper})
 
 
 def code_version(notebook: str) -> str:
-    """Digest of the code a notebook's results depend on: core, data, its papers, its cells.
-
-    Only the paper packages the notebook imports count, so an edit inside one paper reruns
-    that paper's runs (and the summaries that read their records), not the others.
-    """
-    h = hashlib.sha256(source_digest().encode())
-    for paper in notebook_papers(notebook):
-        h.update(f"{paper}:{source_digest(paper)}".encode())
-    nb = json.loads((notebooks_dir() / f"{notebook}.ipynb").read_text())
-    for cell in nb["cells"]:
-        h.update(cell["cell_type"].encode())
-        h.update("".join(cell["source"]).encode())
-    return h.hexdigest()[:16]
+    """Digest of the code a notebook's results depend on: the modules it runs, and its cells."""
+    # Only the modules its cells import, followed through their own imports (code_digest), so
+    # an edit reruns the runs whose notebooks reach the edited module and no others: a paper's
+    # claims module reruns the notebooks that import it, not the training runs that never do.
+    return notebook_version(notebooks_dir() / f"{notebook}.ipynb")
 
 
 def record_path(profile: str, run: Run) -> Path:
@@ -362,19 +349,12 @@ def _last_line(path: Path, limit: int = 160) -> str:
 
 
 def _tidy_for_the_book(path: Path) -> None:
-    """Fold the injected parameters cell and drop local paths from the notebook's metadata."""
-    import nbformat
+    """Show the parameters the run used (all of them, visible), remove the template's defaults
+    from the page and drop local paths from the metadata; `scripts/tidy_pages.py` re-tidies
+    committed pages with the same function (mlmlib.runs.pages.tidy_page)."""
+    from mlmlib.runs.pages import tidy_page
 
-    nb = nbformat.read(path, as_version=4)
-    for cell in nb.cells:
-        tags = cell.metadata.setdefault("tags", [])
-        if "injected-parameters" in tags and "hide-input" not in tags:
-            tags.append("hide-input")
-    meta = nb.metadata.get("papermill", {})
-    for key in ("input_path", "output_path"):
-        if meta.get(key):
-            meta[key] = Path(meta[key]).name
-    nbformat.write(nb, path)
+    tidy_page(path)
 
 
 def _remove_temporaries(folder: Path) -> None:

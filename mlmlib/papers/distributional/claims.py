@@ -15,9 +15,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from mlmlib import stats
+from mlmlib import stats, verdicts
 from mlmlib.papers.distributional.perturbation_deltas import correlation
-from mlmlib.stats import (  # noqa: F401 - shared by the three papers, used by the notebooks
+from mlmlib.verdicts import (  # noqa: F401 - shared by the three papers, used by the notebooks
     SCORECARD_COLUMNS,
     SCORECARD_KEYS,
     interval_text,
@@ -58,6 +58,14 @@ def _row(claim: str, measured: str, intervals: dict[str, stats.Interval], verdic
 
 # ---------------------------------------------------------------- scorecard
 # The rows every summary saves under "scorecard": the same keys for every paper.
+TESTBED = "synthetic languages"
+REAL_TESTBED = "real text"
+# Paper A's effect sizes are not in our notes (verdicts.delta_against_paper): the margin is ours.
+PAPER_EFFECT = None
+DELTA_SOURCE = ("paper A's effect sizes are not in our notes (its body was not readable offline); "
+                "our CPU pilot's WITH - WITHOUT on B-D1 was about 0.3")
+# Positive controls (verdicts.control), thresholds stated on the summary page.
+SYNONYMS_CLOSER_MIN = 0.1  # WITH's synonym-pair cosine minus WITHOUT's, A2's embeddings
 
 
 def ci_text(ci: stats.Interval, unit: str = "seed", explain: bool = True) -> str:
@@ -71,22 +79,51 @@ def _arms_text(arms: dict[str, stats.Interval]) -> str:
 
 
 def _card(claim: str, effect: str, intervals: dict[str, stats.Interval], delta: float | None,
-          verdict: str) -> dict:
-    """One scorecard row; `seeds` is the fewest values behind any of its intervals.
+          verdict: str, **fields) -> dict:
+    """One scorecard row (verdicts.card); `seeds` is the fewest values behind any of its intervals.
 
     A verdict not resolved for want of seeds says so in its effect text.
     """
-    if verdict not in stats.VERDICTS:
-        raise ValueError(f"unknown verdict {verdict!r}; verdicts: {stats.VERDICTS}")
     seeds = min((ci.n for ci in intervals.values()), default=0)
     if any(ci.n == 1 for ci in intervals.values()):
         effect += "; one seed: no interval"
     elif any(ci.n > 1 and ci.low == ci.high for ci in intervals.values()):
         effect += "; an interval of zero width: its seeds gave equal values"
-    if verdict == stats.NOT_RESOLVED and 0 < seeds < stats.MIN_SEEDS:
-        effect += f"; not judged: {seeds} seed{'s' if seeds > 1 else ''}, a verdict needs {stats.MIN_SEEDS}"
-    return {"claim": claim, "effect": effect, "seeds": int(seeds),
-            "delta": None if delta is None else float(delta), "verdict": verdict}
+    if verdict == verdicts.NOT_RESOLVED and 0 < seeds < verdicts.MIN_SEEDS:
+        effect += f"; not judged: {seeds} seed{'s' if seeds > 1 else ''}, a verdict needs {verdicts.MIN_SEEDS}"
+    return verdicts.card(claim, effect, seeds, delta, verdict, **fields)
+
+
+def pretraining_tokens(params: dict) -> int:
+    """Tokens one A2 pretraining reads: steps x batch x sequence length."""
+    return int(params["steps"]) * int(params["batch_size"]) * int(params["max_len"])
+
+
+def dose_text(ours: list[dict], paper: list[dict]) -> str:
+    """Pretraining tokens per model, ours against the paper profile's (the whole pretraining is the
+    intervention whose benefits the claims explain)."""
+    return verdicts.dose_text(pretraining_tokens(ours[0]) if ours else None,
+                              pretraining_tokens(paper[0]) if paper else None,
+                              "tokens of pretraining")
+
+
+def synonyms_closer(pretraining: pd.DataFrame | None, claim: str) -> dict:
+    """Control (took): pretraining on WITH puts synonyms closer than WITHOUT does: the mean
+    synonym-pair embedding cosine of the mix models minus the shift models (A2's records)."""
+    name = "the WITH corpus makes synonyms close: synonym-pair cosine, WITH - WITHOUT"
+    field = "A2 embedding_similarity.synonyms"
+    sims = verdicts.record_value(pretraining, "embedding_similarity", claim, name)
+    synonyms = sims.map(lambda d: d.get("synonyms") if isinstance(d, dict) else None).astype(float)
+    by_corpus = pretraining.assign(_synonyms=synonyms).groupby("corpus")["_synonyms"].mean()
+    value = (by_corpus["mix"] - by_corpus["shift"]) if {"mix", "shift"} <= set(by_corpus.index) else None
+    return verdicts.control(claim, name, verdicts.TOOK, value, SYNONYMS_CLOSER_MIN, bounds=(0, 2), field=field)
+
+
+def benefit_exists(diff: stats.Interval, what: str, claim: str) -> dict:
+    """Control (exists): pretraining's benefit that the claim explains is there: the lower end of
+    the paired 95% interval of `what` lies above zero."""
+    return verdicts.control(claim, f"pretraining helps: lower end of the 95% interval of {what}", verdicts.EXISTS,
+                         diff.low if diff.n else None, 0.0, op=">", field=f"A3 rows.accuracy ({what})")
 
 
 def examples_needed(sizes, accuracies, target: float) -> float:
@@ -160,32 +197,34 @@ def paired_diff(table, model_a: str, model_b: str) -> stats.Interval:
 
 def all_above_zero(diffs: dict[str, stats.Interval], margin: float) -> str:
     """Verdict on a claim that needs every difference above zero together ("WITH above WITHOUT
-    and scratch"): `stats.verdict` of its weakest difference, the interval [smallest low,
+    and scratch"): `verdicts.verdict` of its weakest difference, the interval [smallest low,
     smallest high] over seeds, n the fewest seeds.
 
     Reproduced when every interval clears zero; contradicted when one lies below zero; equivalent
     within +-margin when one lies inside +-margin and none reaches below -margin: the claim's
     advantage (the smaller of its differences, whichever it is) is then within +-margin of zero.
     Each side of a 95% interval errs at most 2.5% of the time; a statement about one difference
-    picked from k adds up to k of them (5% for the two of these claims). `stats.combine`, which
+    picked from k adds up to k of them (5% for the two of these claims). `verdicts.combine`, which
     reads verdicts without their intervals, would call one part equivalent and one not resolved
     "not resolved", although the claim's advantage is already shown to be within the margin.
     """
     values = list(diffs.values())
     if not values:
-        return stats.NOT_RESOLVED
+        return verdicts.NOT_RESOLVED
     weakest = stats.Interval(mean=float(np.min([d.mean for d in values])),
                              low=float(np.min([d.low for d in values])),
                              high=float(np.min([d.high for d in values])),
                              n=min(d.n for d in values))
-    return stats.verdict(weakest, "greater", margin)
+    return verdicts.verdict(weakest, "greater", margin)
 
 
-def _judged(frame, margin: float, target: float) -> list[dict]:
-    """Each synthetic claim judged: its texts, intervals, effect text, margin and verdict.
+def _judged(frame, pretraining, margin: float, target: float) -> list[dict]:
+    """Each synthetic claim judged: its texts, intervals, effect text, margin, controls and verdict.
 
     Every comparison is a difference paired over seeds, judged with the one margin `margin`: an
-    interval inside +-margin is "equivalent", so a control that shows nothing says so.
+    interval inside +-margin is "equivalent" only when the claim's positive controls passed
+    (`synonyms_closer`: WITH's pretraining made synonyms close; `benefit_exists`: the benefit the
+    claim explains is there), else "insensitive" (verdicts.apply_controls).
     """
     out = []
 
@@ -195,12 +234,23 @@ def _judged(frame, margin: float, target: float) -> list[dict]:
     def have(table, *models):
         return all((table.model == m).any() for m in models)
 
-    def judged(key, claim, measured, intervals, verdict, effect, suffix="", directions=None):
+    def judged(key, claim, measured, intervals, verdict, effect, controls, headline, suffix="",
+               directions=None):
         # directions: {difference: what the claim needs of it}; every other difference "greater"
         diffs = {name: (directions or {}).get(name, "greater") for name in intervals if " - " in name}
+        bound = "at_most" in diffs.values()
+        if min(ci.n for ci in intervals.values()) >= verdicts.MIN_SEEDS:  # too few seeds: not resolved
+            verdict = verdicts.apply_controls(verdict, controls, claim, bound=bound)
         out.append({"key": key, "claim": claim, "measured": measured, "intervals": intervals,
                     "verdict": verdict, "effect": effect, "delta": margin, "suffix": suffix,
-                    "directions": diffs})
+                    "directions": diffs, "controls": controls, "headline": headline})
+
+    def weakest(diffs):  # the interval all_above_zero judges: the forest plot's point
+        return stats.Interval(min(d.mean for d in diffs.values()), min(d.low for d in diffs.values()),
+                              min(d.high for d in diffs.values()), min(d.n for d in diffs.values()))
+
+    def took(claim):
+        return synonyms_closer(pretraining, claim)
 
     def diffs_text(diffs):
         return "; ".join(f"{name} = {ci_text(d, explain=False)}" for name, d in diffs.items())
@@ -210,19 +260,25 @@ def _judged(frame, margin: float, target: float) -> list[dict]:
     if have(b, "with", "without", "scratch"):
         arms = {"WITH": ci(b, "with"), "WITHOUT": ci(b, "without"), "scratch": ci(b, "scratch")}
         diffs = {f"WITH - {ARM_NAMES[o]}": paired_diff(b, "with", o) for o in ("without", "scratch")}
-        judged("transfer", "B-D1 synonym transfer: WITH above WITHOUT and scratch",
-               "B-D1 accuracy at the largest training set, differences paired over seeds",
-               {**arms, **diffs}, all_above_zero(diffs, margin), "B-D1 accuracy: " + _arms_text(arms) + "; " + diffs_text(diffs))
+        claim = "B-D1 synonym transfer: WITH above WITHOUT and scratch"
+        controls = [took(claim), benefit_exists(diffs["WITH - scratch"], "WITH - scratch on B-D1", claim)]
+        judged("transfer", claim, "B-D1 accuracy at the largest training set, differences paired over seeds",
+               {**arms, **diffs}, all_above_zero(diffs, margin), "B-D1 accuracy: " + _arms_text(arms) + "; "
+               + diffs_text(diffs), controls, weakest(diffs))
     # 2. sample efficiency on A-D1: area under the learning curve (log size), paired over seeds
     area = per_seed(frame, "A-D1", 0.0, learning_curve_area)
     if have(area, "with", "without", "scratch"):
         diffs = {f"WITH - {ARM_NAMES[o]}": paired_diff(area, "with", o) for o in ("without", "scratch")}
         need = per_seed(frame, "A-D1", 0.0, examples_needed, target=target)
         needed = "; ".join(f"{m}: {needed_text(need[need.model == m].value)}" for m in ("with", "without", "scratch"))
-        judged("efficiency", "Sample efficiency: WITH learns A-D1 from fewer examples",
+        claim = "Sample efficiency: WITH learns A-D1 from fewer examples"
+        controls = [took(claim), benefit_exists(diffs["WITH - scratch"],
+                                                "WITH - scratch, mean A-D1 accuracy over sizes", claim)]
+        judged("efficiency", claim,
                "mean A-D1 accuracy over training sizes (log axis), differences paired over seeds. "
                f"Examples to reach {target:.2f}: {needed}",
-               diffs, all_above_zero(diffs, margin), "mean A-D1 accuracy over training sizes: " + diffs_text(diffs))
+               diffs, all_above_zero(diffs, margin), "mean A-D1 accuracy over training sizes: " + diffs_text(diffs),
+               controls, weakest(diffs))
     # 3. generalization to D2 is not explained by the property
     for fraction in sorted(frame.bd2_fraction.unique()):
         a2 = _at(frame, "A-D2", fraction)
@@ -231,18 +287,20 @@ def _judged(frame, margin: float, target: float) -> list[dict]:
         arms = {"WITH - WITHOUT": paired_diff(a2, "with", "without"),
                 "WITHOUT - scratch": paired_diff(a2, "without", "scratch"),
                 "WITHOUT": ci(a2, "without"), "scratch": ci(a2, "scratch")}
-        verdict = stats.combine([stats.verdict(arms["WITH - WITHOUT"], "at_most", margin),
-                                 stats.verdict(arms["WITHOUT - scratch"], "greater", margin)])
-        judged(("generalization", fraction),
-               f"D2 generalization not explained by the property (B-D2 fraction {fraction:g}): "
-               f"WITHOUT about as good as WITH on A-D2 (within {margin:g}) and above scratch",
+        verdict = verdicts.combine([verdicts.verdict(arms["WITH - WITHOUT"], "at_most", margin),
+                                 verdicts.verdict(arms["WITHOUT - scratch"], "greater", margin)])
+        claim = (f"D2 generalization not explained by the property (B-D2 fraction {fraction:g}): "
+                 f"WITHOUT about as good as WITH on A-D2 (within {margin:g}) and above scratch")
+        controls = [took(claim), benefit_exists(paired_diff(a2, "with", "scratch"), "WITH - scratch on A-D2", claim)]
+        judged(("generalization", fraction), claim,
                "A-D2 accuracy at the largest training set, differences paired over seeds",
                arms, verdict,
                f"A-D2 accuracy: WITH - WITHOUT (at most {margin:g}) = "
                f"{ci_text(arms['WITH - WITHOUT'], explain=False)}; "
                f"WITHOUT - scratch = {ci_text(arms['WITHOUT - scratch'], explain=False)}; "
                + _arms_text({k: arms[k] for k in ("WITHOUT", "scratch")}),
-               suffix=f" (B-D2 fraction {fraction:g})", directions={"WITH - WITHOUT": "at_most"})
+               controls, arms["WITH - WITHOUT"], suffix=f" (B-D2 fraction {fraction:g})",
+               directions={"WITH - WITHOUT": "at_most"})
     # 4. controls
     if have(b, "with", "shuffled"):
         a1 = _at(frame, "A-D1", 0.0)
@@ -250,12 +308,15 @@ def _judged(frame, margin: float, target: float) -> list[dict]:
                 "B-D1 WITH": ci(b, "with"), "B-D1 shuffled": ci(b, "shuffled")}
         diffs = {f"{t} WITH - shuffled": paired_diff(table, "with", "shuffled") for t, table in (("A-D1", a1),
                                                                                                 ("B-D1", b))}
-        judged("shuffled", "Control: shuffling WITH's weights removes its benefit (WITH above shuffled)",
+        claim = "Control: shuffling WITH's weights removes its benefit (WITH above shuffled)"
+        gains = {t: paired_diff(table, "with", "scratch") for t, table in (("A-D1", a1), ("B-D1", b))}
+        controls = [took(claim)] + [benefit_exists(g, f"WITH - scratch on {t}", claim) for t, g in gains.items()]
+        judged("shuffled", claim,
                "A-D1 and B-D1 accuracy at the largest training set, differences paired over seeds",
                {**arms, **diffs}, all_above_zero(diffs, margin),
                "; ".join(f"{t} accuracy: " + _arms_text({"WITH": arms[f"{t} WITH"],
                                                           "shuffled": arms[f"{t} shuffled"]})
-                         for t in ("A-D1", "B-D1")) + "; " + diffs_text(diffs))
+                         for t in ("A-D1", "B-D1")) + "; " + diffs_text(diffs), controls, weakest(diffs))
     # one row per CBOW variant run: fine-tuned embeddings, and frozen ones (they keep synonyms close)
     for model, what, suffix in (("cbow", "CBOW embeddings", ""),
                                 ("cbow-frozen", "frozen CBOW embeddings", " (frozen embeddings)")):
@@ -266,21 +327,25 @@ def _judged(frame, margin: float, target: float) -> list[dict]:
         if have(b, "with"):
             arms["WITH"] = ci(b, "with")  # for reference: how much of WITH's transfer CBOW gets
         diffs = {f"{name} - scratch": paired_diff(b, model, "scratch")}
-        judged(("cbow", model), f"Control: {what} (synonyms close) give some B-D1 transfer (above scratch)",
-               "B-D1 accuracy at the largest training set, differences paired over seeds",
-               {**arms, **diffs}, all_above_zero(diffs, margin), "B-D1 accuracy: " + _arms_text(arms) + "; " + diffs_text(diffs),
-               suffix=suffix)
+        claim = f"Control: {what} (synonyms close) give some B-D1 transfer (above scratch)"
+        # CBOW is trained on the WITH corpus: its synonyms are close where WITH's are
+        controls = [took(claim)]
+        if have(b, "with"):
+            controls.append(benefit_exists(paired_diff(b, "with", "scratch"), "WITH - scratch on B-D1", claim))
+        judged(("cbow", model), claim, "B-D1 accuracy at the largest training set, differences paired over seeds",
+               {**arms, **diffs}, all_above_zero(diffs, margin), "B-D1 accuracy: " + _arms_text(arms) + "; "
+               + diffs_text(diffs), controls, weakest(diffs), suffix=suffix)
     return out
 
 
 DIFFERENCE_COLUMNS = ["claim", "difference", "direction", "mean", "low", "high", "seeds", "delta"]
 
 
-def differences(frame, margin: float = 0.02, target: float = 0.8) -> pd.DataFrame:
+def differences(frame, pretraining=None, margin: float = 0.02, target: float = 0.8) -> pd.DataFrame:
     """Every paired difference behind a synthetic verdict, one row each: the scorecard's claim,
-    the difference, what the claim needs of it (`stats.verdict`'s direction), its interval,
+    the difference, what the claim needs of it (`verdicts.verdict`'s direction), its interval,
     seeds and margin. What the design table of the summary page reads."""
-    judged = _judged(frame, margin, target) if frame is not None and len(frame) else []
+    judged = _judged(frame, pretraining, margin, target) if frame is not None and len(frame) else []
     rows = [{"claim": SYNTHETIC_CLAIMS[j["key"] if isinstance(j["key"], str) else j["key"][0]] + j["suffix"],
              "difference": name, "direction": direction, "mean": j["intervals"][name].mean,
              "low": j["intervals"][name].low, "high": j["intervals"][name].high,
@@ -289,37 +354,44 @@ def differences(frame, margin: float = 0.02, target: float = 0.8) -> pd.DataFram
     return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS)
 
 
-def claims(frame, margin: float = 0.02, target: float = 0.8) -> pd.DataFrame:
+def claims(frame, pretraining=None, margin: float = 0.02, target: float = 0.8) -> pd.DataFrame:
     """Each claim of the synthetic experiment next to what was measured, with a verdict from intervals.
 
     frame: one row per (seed, model, bd2_fraction, train_size, test_set) with an `accuracy`.
     margin: each claim's delta: how much better WITH may be than WITHOUT on A-D2 and still count as
     "about as good", and the half-width inside which any other paired difference is "equivalent".
     target: the A-D1 accuracy for the examples-needed comparison (reported, not the verdict).
+    pretraining: A2's records (their `embedding_similarity`), for the controls.
     A claim whose models were not all run is left out; no rows at all when nothing was measured.
     """
     if frame is None or len(frame) == 0:
         return pd.DataFrame(columns=COLUMNS)
-    out = [_row(j["claim"], j["measured"], j["intervals"], j["verdict"]) for j in _judged(frame, margin, target)]
+    out = [_row(j["claim"], j["measured"], j["intervals"], j["verdict"])
+           for j in _judged(frame, pretraining, margin, target)]
     return pd.DataFrame(out, columns=COLUMNS)
 
 
-def scorecard(frame, margin: float = 0.02, target: float = 0.8) -> list[dict]:
+def scorecard(frame, pretraining=None, margin: float = 0.02, target: float = 0.8,
+              dose: str = "") -> list[dict]:
     """The synthetic experiment's claims as scorecard rows (SCORECARD_KEYS), one per claim judged.
 
     Same verdicts as `claims`; `claim` is a short text that does not depend on the profile's
     parameters (only on the B-D2 fraction a D2 row is about), `effect` the measured intervals.
     Every claim of the paper has a row: one whose models were not run says so, not resolved.
     """
-    judged = _judged(frame, margin, target) if frame is not None and len(frame) else []
+    judged = _judged(frame, pretraining, margin, target) if frame is not None and len(frame) else []
+    common = {"dose": dose, "testbed": TESTBED,
+              "delta_source": verdicts.delta_against_paper(margin, PAPER_EFFECT, DELTA_SOURCE, "margin")}
     rows = []
     for key, claim in SYNTHETIC_CLAIMS.items():
         found = [j for j in judged if j["key"] == key or (isinstance(j["key"], tuple) and j["key"][0] == key)]
         for j in found:
-            rows.append(_card(claim + j["suffix"], j["effect"], j["intervals"], j["delta"], j["verdict"]))
+            direction = "at_most" if "at_most" in j["directions"].values() else "greater"
+            rows.append(_card(claim + j["suffix"], j["effect"], j["intervals"], j["delta"], j["verdict"],
+                              diff=j["headline"], direction=direction, controls=j["controls"], **common))
         if not found:
             rows.append(_card(claim, "not measured: the models this claim compares were not all run", {},
-                              margin, stats.NOT_RESOLVED))
+                              margin, verdicts.NOT_RESOLVED, **common))
     return rows
 
 
@@ -330,12 +402,12 @@ def low_correlation_verdict(r: stats.Interval, r_low: float = 0.3, ci_max: float
     """Verdict on "r is low": reproduced if |r| < r_low with its interval inside (-ci_max, ci_max),
     contradicted if the interval lies wholly beyond +-r_low, else (or under min_n pairs) not resolved."""
     if r.n < min_n or not np.isfinite([r.mean, r.low, r.high]).all():
-        return stats.NOT_RESOLVED
+        return verdicts.NOT_RESOLVED
     if abs(r.mean) < r_low and -ci_max < r.low and r.high < ci_max:
-        return stats.REPRODUCED
+        return verdicts.REPRODUCED
     if r.low > r_low or r.high < -r_low:
-        return stats.CONTRADICTED
-    return stats.NOT_RESOLVED
+        return verdicts.CONTRADICTED
+    return verdicts.NOT_RESOLVED
 
 
 def correlation_table(delta_pred: dict[str, np.ndarray], delta_dist: dict[str, np.ndarray], *,
@@ -377,13 +449,13 @@ def paper_r(task: str, kind: str, template: str) -> float:
 
 
 def correlation_cells(records: pd.DataFrame, *, r_low: float = 0.3, ci_max: float = 0.5, min_n: int = 30,
-                      n_boot: int = 1000, seed: int = 0, margin: float = stats.LEARNED_MARGIN,
+                      n_boot: int = 1000, seed: int = 0, margin: float = verdicts.LEARNED_MARGIN,
                       priors: dict[str, float] | None = None) -> pd.DataFrame:
     """One row per (run, perturbation kind, fine-tuned model, template): r, its interval, n and the verdict.
 
     records: A5_real_finetune_perturb's records. A cell is judged (`judged`) unless its model has
     not learned its task (validation accuracy not above the majority class by `margin`,
-    stats.learned; verdict EXCLUDED) or it is too small (`too_few`: fewer than min_n pairs, or its
+    verdicts.learned; verdict EXCLUDED) or it is too small (`too_few`: fewer than min_n pairs, or its
     kind has fewer perturbed inputs than the run's min_examples; verdict TOO_SMALL).
     priors: {task: majority-class accuracy}; a task not in it is loaded. paper_r: PAPER_R's value.
     """
@@ -392,7 +464,7 @@ def correlation_cells(records: pd.DataFrame, *, r_low: float = 0.3, ci_max: floa
     for rec in records.itertuples():
         if rec.task not in priors:
             priors[rec.task] = validation_prior(rec.task)
-        learned = {m["model"]: stats.learned(m["val_accuracy"], priors[rec.task], margin) for m in rec.models}
+        learned = {m["model"]: verdicts.learned(m["val_accuracy"], priors[rec.task], margin) for m in rec.models}
         group = {m["model"]: m["group"] for m in rec.models}
         value = {m["model"]: m["value"] for m in rec.models}
         kinds = np.array([p["kind"] for p in rec.perturbations])
@@ -415,13 +487,13 @@ def correlation_cells(records: pd.DataFrame, *, r_low: float = 0.3, ci_max: floa
 
 
 def kind_verdicts(cells: pd.DataFrame) -> pd.DataFrame:
-    """One verdict per task and perturbation kind: stats.combine over its judged cells, with what was left out."""
+    """One verdict per task and perturbation kind: verdicts.combine over its judged cells, with what was left out."""
     columns = ["task", "kind", "verdict", "judged", "low", "too_small", "at_chance", "seeds"]
     rows = []
     for (task, kind), part in cells.groupby(["task", "kind"], sort=True):
         judged = part[part["judged"].eq(True)]
-        rows.append({"task": task, "kind": kind, "verdict": stats.combine(judged["verdict"]),
-                     "judged": len(judged), "low": int((judged["verdict"] == stats.REPRODUCED).sum()),
+        rows.append({"task": task, "kind": kind, "verdict": verdicts.combine(judged["verdict"]),
+                     "judged": len(judged), "low": int((judged["verdict"] == verdicts.REPRODUCED).sum()),
                      "too_small": int((part["learned"].eq(True) & part["too_few"].eq(True)).sum()),
                      "at_chance": int((~part["learned"].eq(True)).sum()), "seeds": int(judged["seed"].nunique())})
     return pd.DataFrame(rows, columns=columns)
@@ -450,7 +522,7 @@ def correlation_claims(cells: pd.DataFrame, r_low: float = 0.3, ci_max: float = 
     """The real-text claim next to what was measured, one row per task and perturbation kind."""
     if not len(cells):
         row = {"claim": REAL_CLAIM, "measured": "no A5 perturbation records", "interval": "no judged cell",
-               "seeds": 0, "verdict": stats.NOT_RESOLVED}
+               "seeds": 0, "verdict": verdicts.NOT_RESOLVED}
         return pd.DataFrame([row], columns=COLUMNS)
     rows = []
     for v in kind_verdicts(cells).itertuples():
@@ -467,32 +539,65 @@ def correlation_claims(cells: pd.DataFrame, r_low: float = 0.3, ci_max: float = 
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def correlation_scorecard(cells: pd.DataFrame, r_low: float = 0.3, ci_max: float = 0.5,
-                          min_n: int = 30) -> list[dict]:
+# Controls of the real-text claim: a low r means something only if the perturbations move the
+# fine-tuned models and Delta-pred is a reproducible quantity (it agrees between fine-tuned models).
+MOVES_MIN = 0.02        # mean Delta-pred (L1 distance of output distributions, 0 to 2)
+RELIABLE_MIN = 0.3      # median Pearson r of Delta-pred between two fine-tuned models
+
+
+def correlation_controls(records: pd.DataFrame, task: str, kind: str, claim: str) -> list[dict]:
+    """The real-text claim's positive controls for one task and perturbation kind, from A5's
+    records: the perturbations move the fine-tuned models (took), and Delta-pred is reproducible
+    across fine-tuned models, so that it could correlate with something (exists)."""
+    moves, reliable = [], []
+    part = records[records["task"] == task] if "task" in records else records
+    for rec in part.itertuples():
+        kinds = np.array([p["kind"] for p in rec.perturbations])
+        preds = [np.asarray(v, dtype=float)[kinds == kind] for v in rec.delta_pred.values()]
+        moves += [float(np.nanmean(v)) for v in preds if len(v)]
+        reliable += [float(pd.Series(a).corr(pd.Series(b))) for i, a in enumerate(preds) for b in preds[i + 1:]
+                     if len(a) > 2]
+    field = "A5 delta_pred"
+    return [verdicts.control(claim, "the perturbations move the fine-tuned models: mean Delta-pred", verdicts.TOOK,
+                          float(np.mean(moves)) if moves else None, MOVES_MIN, bounds=(0, 2), field=field),
+            verdicts.control(claim, "Delta-pred is reproducible: median r between fine-tuned models", verdicts.EXISTS,
+                          float(np.nanmedian(reliable)) if reliable else None, RELIABLE_MIN, bounds=(-1, 1),
+                          field=field)]
+
+
+def correlation_scorecard(cells: pd.DataFrame, records: pd.DataFrame | None = None, r_low: float = 0.3,
+                          ci_max: float = 0.5, min_n: int = 30, dose: str = "") -> list[dict]:
     """The real-text claim as scorecard rows (SCORECARD_KEYS), one per task and perturbation kind.
 
     effect: the judged cell with the largest |r|, its 95% bootstrap interval and where it is, how
     many judged cells are low, and how many cells were left out and why; `delta` is r_low, our
     "low" margin around 0. With no cell at all, one row, not resolved, says so.
     """
+    common = {"dose": dose, "testbed": REAL_TESTBED,
+              "delta_source": f"|r| < {r_low:g} is ours: paper A states no threshold for a low r"}
     if not len(cells):
-        return [{"claim": REAL_CLAIM, "effect": "not measured: no A5 perturbation records", "seeds": 0,
-                 "delta": float(r_low), "verdict": stats.NOT_RESOLVED}]
+        return [verdicts.card(REAL_CLAIM, "not measured: no A5 perturbation records", 0, r_low, verdicts.NOT_RESOLVED,
+                           **common)]
     rows = []
     for v in kind_verdicts(cells).itertuples():
         part = cells[(cells["task"] == v.task) & (cells["kind"] == v.kind)]
         judged = part[part["judged"].eq(True)]
+        diff = None
         if len(judged):
             top = judged.loc[judged["r"].abs().fillna(-1).idxmax()]
+            diff = stats.Interval(float(top["r"]), float(top["r_low"]), float(top["r_high"]), int(top["n"]))
             effect = (f"largest |r|: r = {top['r']:.3f} [{top['r_low']:.3f}, {top['r_high']:.3f}] "
                       f"({top['model']}, template {top['template']}, {int(top['n'])} pairs); "
                       f"{v.low} of {v.judged} judged cells low ({_threshold_text(r_low, ci_max)})")
         else:
             effect = "not judged: no cell of a model that learned the task has enough perturbed inputs"
         left_out = _left_out_text(part, min_n)
-        rows.append({"claim": _claim_text(v.task, v.kind),
-                     "effect": effect + (f"; {left_out}" if left_out else ""), "seeds": v.seeds,
-                     "delta": float(r_low), "verdict": v.verdict})
+        claim = _claim_text(v.task, v.kind)
+        controls = correlation_controls(records, v.task, v.kind, claim) if records is not None else []
+        # no judged cell: not resolved for want of data, whatever the controls say
+        verdict = verdicts.apply_controls(v.verdict, controls, claim, bound=True) if len(judged) else v.verdict
+        rows.append(verdicts.card(claim, effect + (f"; {left_out}" if left_out else ""), v.seeds, r_low, verdict,
+                               diff=diff, direction="equivalent", controls=controls, **common))
     return rows
 
 

@@ -2,11 +2,11 @@
 
 The paper's claim: every selective function beats random masking at the same rate. Each
 (task, selective arm, word list, label regime) is one comparison with random masking, paired
-by seed; its verdict is `stats.verdict` on the interval of the paired difference, except where
+by seed; its verdict is `verdicts.verdict` on the interval of the paired difference, except where
 no compared classifier beats its task's majority class (then the comparison says nothing about
 the masking: not resolved). Each task is compared on its own metric (`claim_metric`: macro-F1
 for the hate speech task, whose majority class is about 93% of the tweets) and judged against
-its own majority class on that metric (`task_priors`). `stats.combine` turns the comparisons into the paper's verdict.
+its own majority class on that metric (`task_priors`). `verdicts.combine` turns the comparisons into the paper's verdict.
 A second table checks that pretraining helps at all: every pretrained arm against `scratch`.
 `scorecard` gives the summary's short rows (SCORECARD_KEYS), worded the same in every profile.
 """
@@ -17,9 +17,9 @@ from collections import Counter
 
 import pandas as pd
 
-from mlmlib import stats
+from mlmlib import stats, verdicts
 from mlmlib.papers.selective_masking.experiment import SELECTIVE
-from mlmlib.stats import (  # noqa: F401 - shared by the three papers, used by the notebooks
+from mlmlib.verdicts import (  # noqa: F401 - shared by the three papers, used by the notebooks
     SCORECARD_COLUMNS,
     SCORECARD_KEYS,
     interval_text,
@@ -36,6 +36,14 @@ PRIOR_KEYS = {"accuracy": "majority_accuracy", "f1": "majority_f1"}
 # Tasks whose claims use another metric than the summary's: always answering "not hate speech"
 # is right on about 93% of the tweets, so accuracy hides a classifier that learned nothing.
 TASK_METRICS = {"tweets-hate-speech": "f1"}
+TESTBED = "real text: MiniLM base"
+# The margin against the nearest anchor that reports an effect (verdicts.delta_against_paper): paper C
+# reports none we could read; Train No Evil's selective - random gains were 0.88, 1.13 and 1.12
+# accuracy points (MR/Yelp, MR/Amazon, Restaurant/Yelp): delta is at most half the smallest.
+PAPER_EFFECT = 0.0088
+DELTA_SOURCE = "Train No Evil (Gu et al., 2020): selective - random, MR/Yelp, the smallest of its three gains"
+# Positive controls (verdicts.control), thresholds stated on the summary page:
+LIST_SHARE_RATIO_MIN = 1.5  # the selective arm's share of list words among masked tokens / random's
 
 
 def _frame(rows: list[dict]) -> pd.DataFrame:
@@ -111,13 +119,13 @@ def paired_against(rows: list[dict], reference: str = "random", metric: str = "a
             row |= {f"diff_vs_{reference}": test.diff.mean, "diff_low": test.diff.low,
                     "diff_high": test.diff.high, "paired_seeds": test.diff.n,
                     "t_pvalue": test.t_pvalue, "wilcoxon_pvalue": test.wilcoxon_pvalue,
-                    "verdict": stats.verdict(test.diff, direction, delta)}
+                    "verdict": verdicts.verdict(test.diff, direction, delta)}
         out.append(row)
     return out
 
 
 def learned_groups(rows: list[dict], priors: dict[str, float], arms: list[str],
-                   margin: float = stats.LEARNED_MARGIN, metric: str = "accuracy",
+                   margin: float = verdicts.LEARNED_MARGIN, metric: str = "accuracy",
                    task_metrics: dict[str, str] | None = None) -> dict[tuple[str, str], bool]:
     """Per (task, label regime): does any of `arms` (its mean over seeds) beat the task's majority class?
 
@@ -134,8 +142,38 @@ def learned_groups(rows: list[dict], priors: dict[str, float], arms: list[str],
         compared = group[group["arm"].isin(list(arms))]
         means = compared.groupby(["arm", "word_list"])[claim_metric(task, metric, task_metrics)].mean()
         prior = priors.get(task, float("nan"))
-        out[(task, regime)] = any(stats.learned(m, prior, margin) for m in means)
+        out[(task, regime)] = any(verdicts.learned(m, prior, margin) for m in means)
     return out
+
+
+def masking_took(composition: pd.DataFrame | None, task: str, word_list: str, arm: str, claim: str,
+                 reference: str = "random") -> dict:
+    """Control (took): the selective arm masks list words at least LIST_SHARE_RATIO_MIN times as
+    often as `reference`: the ratio of their list shares of masked tokens (C1's
+    `masked_composition`, for the same task and word list)."""
+    name = f"{arm} masks list words more often than {reference}: list share of masked tokens, ratio"
+    shares = verdicts.record_value(composition, "list_share", claim, name)
+    part = composition.assign(_share=shares)
+    part = part[(part["task"] == task) & (part["word_list"] == word_list)].set_index("arm")["_share"]
+    value = part[arm] / part[reference] if {arm, reference} <= set(part.index) else None
+    return verdicts.control(claim, name, verdicts.TOOK, value, LIST_SHARE_RATIO_MIN, bounds=(1, float("inf")),
+                         field=f"C1 masked_composition ({task}, {word_list})")
+
+
+def mlm_moves_score(rows: list[dict], task: str, labels: str, metric: str, claim: str,
+                    task_metrics: dict[str, str] | None = None) -> dict:
+    """Control (exists): continued MLM itself moves the score, so a way of masking in it has
+    something to change: the 95% interval of random - none (paired over seeds) clears zero; the
+    measured value is its end nearest zero, signed toward the mean."""
+    name = "continued MLM moves the score: random - none, 95% interval's end nearest zero"
+    paired = [r for r in paired_against(rows, "none", metric, task_metrics=task_metrics)
+              if r["arm"] == "random" and r["task"] == task and r["labels"] == labels]
+    value = None
+    if paired and paired[0]["paired_seeds"] >= verdicts.MIN_SEEDS:
+        r = paired[0]
+        value = r["diff_low"] if r["diff_vs_none"] >= 0 else -r["diff_high"]
+    return verdicts.control(claim, name, verdicts.EXISTS, value, 0.0, op=">",
+                         field=f"C2 rows of arms 'random' and 'none' ({task}, {labels} labels)")
 
 
 def _claim(row: dict, reference: str, text: str, delta: float | None) -> dict:
@@ -148,11 +186,15 @@ def _claim(row: dict, reference: str, text: str, delta: float | None) -> dict:
 
 def selective_claims(rows: list[dict], priors: dict[str, float], reference: str = "random",
                      metric: str = "accuracy", delta: float | None = None,
-                     task_metrics: dict[str, str] | None = None) -> list[dict]:
+                     task_metrics: dict[str, str] | None = None,
+                     composition: pd.DataFrame | None = None) -> list[dict]:
     """The claim table: every selective arm against `reference`, one row per (task, word list, labels).
 
     `priors`: per task, its majority-class score on the metric its claims use (`task_priors`).
+    `composition`: C1's `masked_composition` rows (task, word_list, arm, list_share), for the
+    controls (`masking_took`, `mlm_moves_score`); a verdict whose control failed is insensitive.
     """
+    delta_source(delta)  # a margin wider than half the anchor's effect stops here, before any verdict
     learned = learned_groups(rows, priors, [reference, *SELECTIVE], metric=metric,
                              task_metrics=task_metrics)
     out = []
@@ -161,10 +203,16 @@ def selective_claims(rows: list[dict], priors: dict[str, float], reference: str 
             continue
         text = (f"{row['arm']} masking ({row['word_list']}) beats {reference} masking on "
                 f"{METRIC_NAMES[row['metric']]}, {row['labels']} labels, {row['task']}")
+        # too few paired seeds: not resolved for want of data, with no control to measure
+        judged = row["paired_seeds"] >= verdicts.MIN_SEEDS
+        controls = [masking_took(composition, row["task"], row["word_list"], row["arm"], text, reference),
+                    mlm_moves_score(rows, row["task"], row["labels"], metric, text, task_metrics)] if judged else []
         claim = _claim(row, reference, text, delta) | {"learned": learned[(row["task"], row["labels"])],
-                                                       "prior": priors.get(row["task"])}
+                                                       "prior": priors.get(row["task"]), "controls": controls}
+        if judged:
+            claim["verdict"] = verdicts.apply_controls(claim["verdict"], controls, text)
         if not claim["learned"]:  # equal accuracies of untrained classifiers say nothing about masking
-            claim["verdict"] = stats.NOT_RESOLVED
+            claim["verdict"] = verdicts.NOT_RESOLVED
         out.append(claim)
     return out
 
@@ -201,22 +249,22 @@ def list_size_sweep(rows: list[dict], reference: str = "random", metric: str = "
 
 
 def conclusion(claims: list[dict], floor: list[dict] = ()) -> tuple[str, str]:
-    """The paper's verdict over every comparison (stats.combine) and a sentence that says why."""
-    verdicts = [c["verdict"] for c in claims]
-    overall = stats.combine(verdicts)
+    """The paper's verdict over every comparison (verdicts.combine) and a sentence that says why."""
+    found = [c["verdict"] for c in claims]
+    overall = verdicts.combine(found)
     if not claims:
         return overall, f"{overall}: no selective arm was compared with random masking"
-    counts = Counter(verdicts)
-    tally = ", ".join(f"{counts[v]} {v}" for v in stats.VERDICTS if counts[v])
+    counts = Counter(found)
+    tally = ", ".join(f"{counts[v]} {v}" for v in verdicts.VERDICTS if counts[v])
     reasons = []
     unlearned = sum(not c["learned"] for c in claims)
     if unlearned:
         reasons.append(f"in {unlearned}, no compared classifier beats the majority class, so they say "
                        "nothing about the masking")
-    few = sum(c["seeds"] < stats.MIN_SEEDS for c in claims)
+    few = sum(c["seeds"] < verdicts.MIN_SEEDS for c in claims)
     if few:
-        reasons.append(f"{few} have fewer than {stats.MIN_SEEDS} paired seeds")
-    if floor and not any(f["verdict"] == stats.REPRODUCED for f in floor):
+        reasons.append(f"{few} have fewer than {verdicts.MIN_SEEDS} paired seeds")
+    if floor and not any(f["verdict"] == verdicts.REPRODUCED for f in floor):
         reasons.append("no pretrained arm is shown to beat scratch: the base may bring nothing here")
     why = "; ".join(reasons)
     text = f"{overall}: of {len(claims)} selective comparisons, {tally}"
@@ -224,7 +272,26 @@ def conclusion(claims: list[dict], floor: list[dict] = ()) -> tuple[str, str]:
 
 
 
-def scorecard(claims: list[dict], reference: str = "random") -> list[dict]:
+def mlm_tokens(params: dict) -> int:
+    """Tokens the continued MLM reads per arm: steps x batch x length."""
+    return int(params["mlm_steps"]) * int(params["mlm_batch_size"]) * int(params["max_length"])
+
+
+def dose_text(ours: list[dict], paper: list[dict]) -> str:
+    """The continued MLM's dose, ours against the paper profile's: tokens per arm."""
+    return verdicts.dose_text(mlm_tokens(ours[0]) if ours else None,
+                              mlm_tokens(paper[0]) if paper else None,
+                              "tokens of continued MLM per arm")
+
+
+def delta_source(delta: float | None) -> str:
+    """Where the margin comes from, checked against the anchor (at most half its effect)."""
+    if delta is None:
+        return "no margin given: no comparison can be called equivalent"
+    return verdicts.delta_against_paper(delta, PAPER_EFFECT, DELTA_SOURCE)
+
+
+def scorecard(claims: list[dict], reference: str = "random", dose: str = "") -> list[dict]:
     """Paper C's claim as scorecard rows (SCORECARD_KEYS): one per `selective_claims` comparison.
 
     `claim` names the arm, word list, label regime and task; `effect` the paired difference on
@@ -234,8 +301,6 @@ def scorecard(claims: list[dict], reference: str = "random") -> list[dict]:
     """
     rows = []
     for c in claims:
-        if c["verdict"] not in stats.VERDICTS:
-            raise ValueError(f"unknown verdict {c['verdict']!r}; verdicts: {stats.VERDICTS}")
         seeds = int(c["seeds"])
         diff = interval_text(c["effect"], c["low"], c["high"], seeds)
         name = METRIC_NAMES[c["metric"]]
@@ -245,18 +310,18 @@ def scorecard(claims: list[dict], reference: str = "random") -> list[dict]:
             prior = c.get("prior")
             reasons.append("no compared classifier beats the majority class"
                            + (f" ({prior:.3f} {name})" if prior is not None else "")
-                           + f" by {stats.LEARNED_MARGIN:g}")
-        if c["verdict"] == stats.NOT_RESOLVED and seeds < stats.MIN_SEEDS:
-            reasons.append(f"{seeds} paired seed{'s' if seeds != 1 else ''}, a verdict needs {stats.MIN_SEEDS}")
+                           + f" by {verdicts.LEARNED_MARGIN:g}")
+        if c["verdict"] == verdicts.NOT_RESOLVED and seeds < verdicts.MIN_SEEDS:
+            reasons.append(f"{seeds} paired seed{'s' if seeds != 1 else ''}, a verdict needs {verdicts.MIN_SEEDS}")
         if reasons:
             effect += "; not judged: " + "; ".join(reasons)
         delta = c.get("delta")
-        rows.append({"claim": f"{c['arm']} masking ({c['word_list']}) beats {reference}: "
-                              f"{c['labels']} labels, {c['task']}",
-                     "effect": effect, "seeds": seeds, "delta": None if delta is None else float(delta),
-                     "verdict": c["verdict"]})
+        rows.append(verdicts.card(f"{c['arm']} masking ({c['word_list']}) beats {reference}: "
+                               f"{c['labels']} labels, {c['task']}", effect, seeds, delta, c["verdict"],
+                               diff=stats.Interval(c["effect"], c["low"], c["high"], seeds), direction="greater",
+                               controls=c.get("controls", []), dose=dose, testbed=TESTBED,
+                               delta_source=delta_source(delta)))
     if not rows:
-        rows.append({"claim": CLAIM, "effect": "not measured: no selective arm was compared with "
-                                               f"{reference} masking", "seeds": 0, "delta": None,
-                     "verdict": stats.NOT_RESOLVED})
+        rows.append(verdicts.card(CLAIM, f"not measured: no selective arm was compared with {reference} masking",
+                               0, None, verdicts.NOT_RESOLVED, dose=dose, testbed=TESTBED))
     return rows

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from mlmlib import stats
+from mlmlib import stats, verdicts
 from mlmlib.data.tasks import GLUE_TASKS
 from mlmlib.qa import EXACT_METRIC
-from mlmlib.stats import (  # noqa: F401 - shared by the three papers, used by the notebooks
+from mlmlib.verdicts import (  # noqa: F401 - shared by the three papers, used by the notebooks
     SCORECARD_COLUMNS,
     SCORECARD_KEYS,
     interval_text,
@@ -43,6 +43,19 @@ WORDNET_SOURCES = ("wordnet", "nltk-wordnet")
 CLAIMS = (*DOWNSTREAM_CLAIMS, SOURCE_CLAIM, HC_CLAIM, SR_CLAIM)
 # Equivalence margin of a downstream difference (reconstructed: one accuracy point).
 DELTA = 0.01
+# Where the margins come from (verdicts.delta_against_paper): paper B's effect sizes are not in our
+# notes, so the downstream margin is ours; the cost targets are the paper's own bounds.
+PAPER_EFFECT = None
+DELTA_SOURCE = ("paper B's effect sizes are not in our notes (its body was not readable offline); "
+                "ELECTRA's seed-to-seed spread of about 0.6 GLUE points is the nearest anchor for noise")
+COST_SOURCE = "the paper's own bound on the extra step time"
+TESTBED = "real text: MiniLM stand-in"
+# Positive controls (verdicts.control), thresholds stated on the summary page:
+DISC_FLAGS_MIN = 0.3      # the uncorrected discriminator's accuracy on true replacements
+FLAG_CHANGE_MIN = 0.05    # a correction changes false-negative flagging by at least this
+FIRES_MIN = 0.01          # an MLM correction fires on at least this share of masked tokens
+TABLES_DIFFER_MIN = 0.05  # two lookup tables differ in the false negatives they find by this much
+LAST_WINDOWS = 2          # the controls read the last logging windows, where training ended
 KINDS = ["disc_acc_original", "disc_acc_replaced", "disc_acc_false_negative"]
 # The rows every summary saves under "scorecard": the same keys for every paper.
 # What the downstream claims compare, in words.
@@ -102,7 +115,7 @@ def floor_table(downstream: pd.DataFrame, priors: dict[str, float]) -> pd.DataFr
             prior = priors.get(task, float("nan"))
             rows.append({"task": task, "arm": arm, "test_accuracy": ci.mean, "ci_low": ci.low,
                          "ci_high": ci.high, "seeds": ci.n, "class_prior": prior,
-                         "learned": stats.learned(ci.mean, prior)})
+                         "learned": verdicts.learned(ci.mean, prior)})
     return pd.DataFrame(rows)
 
 
@@ -189,35 +202,137 @@ def source_effect(arm: str) -> str:
 
 def _claim_row(claim: str, col: str, direction: str, objective: str, arm: str, task: str,
                a: pd.DataFrame, b: pd.DataFrame, priors: dict[str, float], delta: float,
-               effect: str = "method - baseline") -> dict:
-    """a minus b on column col, paired over seeds, with its verdict; not resolved where either
-    side has not learned the task (mean test accuracy not above the class prior by
-    stats.LEARNED_MARGIN): neither can then show an effect."""
+               controls: list[dict], effect: str = "method - baseline") -> dict:
+    """a minus b on column col, paired over seeds, with its verdict (verdicts.judge: insensitive when
+    a control failed); not resolved where either side has not learned the task (mean test
+    accuracy not above the class prior by verdicts.LEARNED_MARGIN): neither can show an effect."""
     prior = priors.get(task, float("nan"))
-    learned = (stats.learned(a["test_accuracy"].mean(), prior)
-               and stats.learned(b["test_accuracy"].mean(), prior))
+    learned = (verdicts.learned(a["test_accuracy"].mean(), prior)
+               and verdicts.learned(b["test_accuracy"].mean(), prior))
     test = stats.paired_test(a[col].to_numpy(), b[col].to_numpy())
-    verdict = stats.verdict(test.diff, direction, delta) if learned else stats.NOT_RESOLVED
+    verdict = verdicts.judge(test.diff, direction, delta, controls, claim) if learned else verdicts.NOT_RESOLVED
     return {"claim": claim, "objective": objective, "arm": arm, "task": task,
             "effect": f"{col}: {effect}", "direction": direction,
             "method_mean": float(a[col].mean()), "baseline_mean": float(b[col].mean()),
             "difference": test.diff.mean, "ci_low": test.diff.low,
-            "ci_high": test.diff.high, "seeds": test.diff.n, "learned": learned, "verdict": verdict}
+            "ci_high": test.diff.high, "seeds": test.diff.n, "learned": learned, "verdict": verdict,
+            "controls": controls}
 
 
-def downstream_claims(downstream: pd.DataFrame, priors: dict[str, float],
-                      delta: float = DELTA) -> pd.DataFrame:
+# ---------------------------------------------------------------- positive controls
+def last_window_mean(training: pd.DataFrame, arm: str, column: str, claim: str, name: str) -> float:
+    """`column` of `arm` over its last LAST_WINDOWS logging windows, mean over seeds; an error
+    naming the claim and the field when the records lack it."""
+    values = verdicts.record_value(training, column, claim, name)
+    part = training[training["arm"] == arm].assign(_value=values)
+    if not len(part):
+        raise verdicts.ControlError(f"claim {claim!r}, control {name!r}: no training windows of arm {arm!r}")
+    last = part.sort_values("step").groupby("pretrain_seed").tail(LAST_WINDOWS)
+    return float(last["_value"].mean())
+
+
+def _scratch_gain(downstream: pd.DataFrame, arm: str, task: str) -> float | None:
+    """Mean test accuracy of `arm` minus `scratch` on `task` (None without a scratch arm)."""
+    part = downstream[downstream["task"] == task]
+    scratch = part.loc[part["arm"] == "scratch", "test_accuracy"]
+    mine = part.loc[part["arm"] == arm, "test_accuracy"]
+    return float(mine.mean() - scratch.mean()) if len(scratch) and len(mine) else None
+
+
+def _discriminates(training: pd.DataFrame, claim: str) -> dict:
+    name = "the uncorrected discriminator flags true replacements (electra/none, last windows)"
+    value = last_window_mean(training, "electra/none", "disc_acc_replaced", claim, name)
+    return verdicts.control(claim, name, verdicts.TOOK, value, DISC_FLAGS_MIN, bounds=(0, 1),
+                         field="training.disc_acc_replaced")
+
+
+def _flagging_changed(training: pd.DataFrame, arm: str, baseline: str, claim: str) -> dict:
+    name = f"{arm} changes false-negative flagging against {baseline} (|difference|, last windows)"
+    mine = last_window_mean(training, arm, "disc_acc_false_negative", claim, name)
+    base = last_window_mean(training, baseline, "disc_acc_false_negative", claim, name)
+    if pd.isna(mine) or pd.isna(base):  # no false negative in those windows: nothing was corrected
+        mine, base = 0.0, 0.0
+        name += ": no false negatives in the last windows"
+    return verdicts.control(claim, name, verdicts.TOOK, abs(mine - base), FLAG_CHANGE_MIN, bounds=(0, 1),
+                         field="training.disc_acc_false_negative")
+
+
+def _fires(training: pd.DataFrame, arm: str, claim: str) -> dict:
+    name = f"{arm}'s correction fires (false negatives among masked tokens)"
+    value = last_window_mean(training, arm, "fn_rate_masked", claim, name)
+    return verdicts.control(claim, name, verdicts.TOOK, value, FIRES_MIN, bounds=(0, 1), field="training.fn_rate_masked")
+
+
+def _pretraining_helps(downstream: pd.DataFrame, baseline: str, task: str, margin: float, claim: str) -> dict:
+    name = f"pretraining helps the task: {baseline} - scratch, test accuracy on {task}"
+    gain = _scratch_gain(downstream, baseline, task)
+    return verdicts.control(claim, name, verdicts.EXISTS, gain, margin, bounds=(0, 1),
+                         field="downstream.test_accuracy of arm 'scratch'")
+
+
+def _swaps_hurt(b: pd.DataFrame, baseline: str, delta: float, claim: str) -> dict:
+    name = f"synonym swaps hurt the uncorrected arm: {baseline}'s drop (at least 2 x delta)"
+    value = verdicts.record_value(b, "robustness_drop", claim, name).mean()
+    return verdicts.control(claim, name, verdicts.EXISTS, value, 2 * delta, bounds=(0, 1),
+                         field="downstream.robustness_drop")
+
+
+def downstream_controls(claim: str, objective: str, arm: str, task: str, training: pd.DataFrame,
+                        downstream: pd.DataFrame, base_rows: pd.DataFrame, delta: float,
+                        scratch_margin: float) -> list[dict]:
+    """The positive controls of a score or robustness claim of `arm` against its baseline: the
+    manipulation took (ELECTRA: the uncorrected discriminator discriminates, and the correction
+    changes how false negatives are flagged; MLM: the correction fires), and the effect exists
+    (score: pretraining beats scratch; robustness: swaps hurt the uncorrected arm by 2 x delta)."""
+    baseline = f"{objective}/none"
+    if objective == "electra":
+        took = [_discriminates(training, claim), _flagging_changed(training, arm, baseline, claim)]
+    else:
+        took = [_fires(training, arm, claim)]
+    if claim == "more robust to synonyms":
+        return took + [_swaps_hurt(base_rows, baseline, delta, claim)]
+    return took + [_pretraining_helps(downstream, baseline, task, scratch_margin, claim)]
+
+
+def source_controls(arm: str, training: pd.DataFrame, claim: str = SOURCE_CLAIM) -> list[dict]:
+    """The source claim's controls: the discriminator discriminates and the two tables differ in
+    the false negatives they find (took); the correction itself changes flagging (exists)."""
+    default = arm.split("@")[0]
+    name = f"the two tables find different false negatives: |{default} - {arm}| among replaced tokens"
+    a = last_window_mean(training, default, "fn_rate_replaced", claim, name)
+    b = last_window_mean(training, arm, "fn_rate_replaced", claim, name)
+    differ = verdicts.control(claim, name, verdicts.TOOK, abs(a - b), TABLES_DIFFER_MIN, bounds=(0, 1),
+                           field="training.fn_rate_replaced")
+    acts = _flagging_changed(training, default, default.split("/")[0] + "/none", claim)
+    acts = acts | {"kind": verdicts.EXISTS}
+    return [_discriminates(training, claim), differ, acts]
+
+
+def cost_controls(claim: str, ci: stats.Interval, target: float) -> list[dict]:
+    """A cost claim's control: the timing resolves the target (half-width at most target / 2), so
+    that an overhead at the target could not hide inside the interval."""
+    name = "the timing resolves the target: interval half-width (at most target / 2)"
+    half = (ci.high - ci.low) / 2 if ci.n >= 2 else float("nan")
+    return [verdicts.control(claim, name, verdicts.TOOK, half, target / 2, op="<=", bounds=(0, 1),
+                          field="overhead.overhead_low/overhead_high")]
+
+
+def downstream_claims(downstream: pd.DataFrame, priors: dict[str, float], training: pd.DataFrame,
+                      delta: float = DELTA, scratch_margin: float = 0.05) -> pd.DataFrame:
     """One row per downstream claim, corrected arm and task: method minus baseline, paired over
     seeds; and per arm on another lookup table and task, SOURCE_CLAIM's row: the same correction
-    on the default (WordNet) table minus that arm, test accuracy.
+    on the default (WordNet) table minus that arm, test accuracy. Each row carries its positive
+    controls (`downstream_controls`, `source_controls`), read from B1's training windows.
 
     A comparison where either arm has not learned the task is not resolved (`_claim_row`).
     """
-    rows = [_claim_row(claim, col, direction, objective, arm, task, a, b, priors, delta)
+    rows = [_claim_row(claim, col, direction, objective, arm, task, a, b, priors, delta,
+                       downstream_controls(claim, objective, arm, task, training, downstream, b, delta,
+                                           scratch_margin))
             for objective, arm, task, a, b in _pairs(downstream)
             for claim, (col, direction) in DOWNSTREAM_CLAIMS.items()]
     rows += [_claim_row(SOURCE_CLAIM, "test_accuracy", SOURCE_DIRECTION, objective, arm, task, wordnet,
-                        other, priors, delta, effect=source_effect(arm))
+                        other, priors, delta, source_controls(arm, training), effect=source_effect(arm))
              for objective, arm, task, wordnet, other in _source_pairs(downstream)]
     return pd.DataFrame(rows)
 
@@ -270,16 +385,20 @@ def overhead_claims(overhead: pd.DataFrame) -> pd.DataFrame:
         else:
             ci = stats.mean_ci(part["overhead_mean" if "overhead_mean" in part else "overhead"])
         claim = target_claim(arm)
+        # too few repetitions for an interval: not resolved, and no control to measure
+        judged = claim is not None and ci.n >= verdicts.MIN_SEEDS
+        controls = cost_controls(claim, ci, TARGETS[claim]) if judged else []
+        verdict = verdicts.judge(ci, "at_most", TARGETS[claim], controls, claim) if judged else None
         rows.append({"model": model, "objective": objective, "arm": arm,
                      "step_ms": float(part["step_ms"].mean()), "overhead": ci.mean,
-                     "overhead_median": float(part["overhead"].mean()), "ci_low": ci.low, "ci_high": ci.high, "reps": ci.n, "claim": claim,
-                     "target": TARGETS.get(claim),
-                     "verdict": stats.verdict(ci, "at_most", TARGETS[claim]) if claim else None})
+                     "overhead_median": float(part["overhead"].mean()), "ci_low": ci.low, "ci_high": ci.high,
+                     "reps": ci.n, "claim": claim, "target": TARGETS.get(claim), "controls": controls,
+                     "verdict": verdict if judged or claim is None else verdicts.NOT_RESOLVED})
     return pd.DataFrame(rows)
 
 
 def summary(downstream: pd.DataFrame, overhead: pd.DataFrame) -> pd.DataFrame:
-    """One verdict per paper claim (stats.combine over its rows); no rows: not resolved.
+    """One verdict per paper claim (verdicts.combine over its rows); no rows: not resolved.
 
     `downstream`: `downstream_claims`' table; `overhead`: `overhead_claims`' table, judged at
     the model with the slowest step per objective (the one nearest a real pretraining step:
@@ -293,26 +412,45 @@ def summary(downstream: pd.DataFrame, overhead: pd.DataFrame) -> pd.DataFrame:
         judged += list(zip(at["claim"], at["verdict"]))  # reference arms match no claim
     rows = []
     for claim in CLAIMS:
-        verdicts = [v for c, v in judged if c == claim]
-        rows.append({"claim": claim, "conditions": len(verdicts),
-                     "reproduced": sum(v == stats.REPRODUCED for v in verdicts),
-                     "contradicted": sum(v == stats.CONTRADICTED for v in verdicts),
-                     "verdict": stats.combine(verdicts)})
+        found = [v for c, v in judged if c == claim]
+        rows.append({"claim": claim, "conditions": len(found),
+                     "reproduced": sum(v == verdicts.REPRODUCED for v in found),
+                     "contradicted": sum(v == verdicts.CONTRADICTED for v in found),
+                     "verdict": verdicts.combine(found)})
     return pd.DataFrame(rows)
 
 
 def _card(claim: str, effect: str, seeds: int, delta: float | None, verdict: str, unit: str = "seed",
-          why: str = "") -> dict:
-    """One scorecard row; a verdict not resolved for a reason (`why`, too few seeds) says so."""
-    if verdict not in stats.VERDICTS:
-        raise ValueError(f"unknown verdict {verdict!r}; verdicts: {stats.VERDICTS}")
+          why: str = "", **fields) -> dict:
+    """One scorecard row (verdicts.card); a verdict not resolved for a reason (`why`, too few seeds)
+    says so in its effect text."""
     reasons = [why] if why else []
-    if verdict == stats.NOT_RESOLVED and 0 < seeds < stats.MIN_SEEDS:
-        reasons.append(f"{seeds} {unit}{'s' if seeds > 1 else ''}, a verdict needs {stats.MIN_SEEDS}")
+    if verdict == verdicts.NOT_RESOLVED and 0 < seeds < verdicts.MIN_SEEDS:
+        reasons.append(f"{seeds} {unit}{'s' if seeds > 1 else ''}, a verdict needs {verdicts.MIN_SEEDS}")
     if reasons:
         effect += "; not judged: " + "; ".join(reasons)
-    return {"claim": claim, "effect": effect, "seeds": int(seeds),
-            "delta": None if delta is None else float(delta), "verdict": verdict}
+    return verdicts.card(claim, effect, seeds, delta, verdict, **fields)
+
+
+def pretraining_tokens(params: dict) -> int:
+    """Tokens one arm's corrected pretraining reads: steps x batch x length."""
+    return int(params["steps"]) * int(params["batch_size"]) * int(params["max_length"])
+
+
+def dose_text(ours: list[dict], paper: list[dict]) -> str:
+    """The intervention's dose, ours against the paper profile's: pretraining tokens per arm."""
+    return verdicts.dose_text(pretraining_tokens(ours[0]) if ours else None,
+                              pretraining_tokens(paper[0]) if paper else None,
+                              "tokens of pretraining per arm")
+
+
+def timing_dose(ours: list[dict], paper: list[dict]) -> str:
+    """What B2 timed, ours against the paper profile's: the model's width and depth."""
+    def model(p):
+        return f"hidden {p['hidden']}, {p['layers']} layers, batch {p['batch_size']}"
+    if not ours:
+        return "not measured"
+    return model(ours[0]) + (f" / {model(paper[0])}" if paper else "")
 
 
 def largest_model(overhead: pd.DataFrame) -> pd.DataFrame:
@@ -323,13 +461,17 @@ def largest_model(overhead: pd.DataFrame) -> pd.DataFrame:
     return overhead.merge(largest, on=["objective", "model"])
 
 
-def scorecard(downstream: pd.DataFrame, overhead: pd.DataFrame, delta: float = DELTA) -> list[dict]:
+def scorecard(downstream: pd.DataFrame, overhead: pd.DataFrame, delta: float = DELTA,
+              dose: str = "", cost_dose: str = "") -> list[dict]:
     """Paper B's claims as scorecard rows (SCORECARD_KEYS): one per claim x corrected arm x task.
 
     `downstream`: `downstream_claims`' table (made with margin `delta`); `overhead`:
     `overhead_claims`' table, judged at the largest model as in `summary`. A pair with an arm at
     chance is not resolved and says so; a claim with no row at all gets one, not measured.
+    `dose`/`cost_dose`: `dose_text`/`timing_dose` of the runs behind the rows.
     """
+    source = verdicts.delta_against_paper(delta, PAPER_EFFECT, DELTA_SOURCE)
+    common = {"dose": dose, "testbed": TESTBED, "delta_source": source}
     rows = []
     for claim in (*DOWNSTREAM_CLAIMS, SOURCE_CLAIM):
         part = downstream[downstream["claim"] == claim] if len(downstream) else downstream
@@ -340,25 +482,30 @@ def scorecard(downstream: pd.DataFrame, overhead: pd.DataFrame, delta: float = D
             if claim == SOURCE_CLAIM:
                 effect += " (direction reconstructed)"
             why = "" if r["learned"] else (f"an arm of the pair is at chance (mean test accuracy not "
-                                           f"above the majority class by {stats.LEARNED_MARGIN:g})")
+                                           f"above the majority class by {verdicts.LEARNED_MARGIN:g})")
+            diff = stats.Interval(r["difference"], r["ci_low"], r["ci_high"], r["seeds"])
             rows.append(_card(f"{claim[0].upper()}{claim[1:]}: {r['arm']}, {r['task']}", effect, r["seeds"],
-                              delta, r["verdict"], why=why))
+                              delta, r["verdict"], why=why, diff=diff, direction=r["direction"],
+                              controls=r["controls"], **common))
         if not len(part):
             missing = ("no arm on another lookup table (an arm like 'electra/shield@word2vec-google-news-300', "
                        "or 'electra/shield@wordnet' beside a neighbour table)"
                        if claim == SOURCE_CLAIM else "no corrected arm was compared with its baseline")
             rows.append(_card(f"{claim[0].upper()}{claim[1:]}", f"not measured: {missing}", 0, delta,
-                              stats.NOT_RESOLVED))
+                              verdicts.NOT_RESOLVED, **common))
     at = largest_model(overhead)
     for claim, target in TARGETS.items():
         part = at[at["claim"] == claim] if len(at) else at
+        cost = {"dose": cost_dose, "testbed": TESTBED,
+                "delta_source": f"{COST_SOURCE}: at most {target:.0%}"}
         for r in part.to_dict("records") if len(part) else []:
             effect = ("extra step time over the plain step = "
                       + interval_text(r["overhead"], r["ci_low"], r["ci_high"], r["reps"], "repetition")
                       + f"; timed on {r['model']}")
-            rows.append(_card(f"{claim}: {r['arm']}", effect, r["reps"], target, r["verdict"],
-                              "repetition"))
+            diff = stats.Interval(r["overhead"], r["ci_low"], r["ci_high"], r["reps"])
+            rows.append(_card(f"{claim}: {r['arm']}", effect, r["reps"], target, r["verdict"], "repetition",
+                              diff=diff, direction="at_most", controls=r["controls"], **cost))
         if not len(part):
             rows.append(_card(claim, "not measured: no B2 timing of such an arm", 0, target,
-                              stats.NOT_RESOLVED))
+                              verdicts.NOT_RESOLVED, **cost))
     return rows

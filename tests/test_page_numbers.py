@@ -1,0 +1,127 @@
+"""Measured numbers on the chapter pages come from records (mlmlib.runs.page_numbers)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from mlmlib.runs import page_numbers as pn
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = sorted((ROOT / "book").glob("*.md"))
+
+
+def test_the_pages_are_found():
+    names = {p.name for p in PAGES}
+    assert {"intro.md", "paper_a.md", "paper_b.md", "paper_c.md", "design_history.md"} <= names
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_number_on_a_page_is_rendered_or_declared(page):
+    assert pn.page_problems(page.read_text()) == []
+
+
+def test_the_design_history_says_its_numbers_are_historical():
+    text = (ROOT / "book" / "design_history.md").read_text()
+    assert pn.front_matter(text).get("numbers") == pn.HISTORICAL
+    first_paragraph = pn.prose(text).strip().split("\n\n")[1]  # after the title
+    assert "historical" in first_paragraph
+    exempt = [p.name for p in PAGES if pn.front_matter(p.read_text()).get("numbers")]
+    assert exempt == ["design_history.md"]
+
+
+def test_every_substitution_on_a_page_is_a_registered_quantity():
+    used = {name for page in PAGES for name in pn.substitutions(page.read_text())}
+    assert used - set(pn.QUANTITIES) == set()
+    assert set(pn.QUANTITIES) - used == set(), "registered but on no page"
+
+
+def test_every_quantity_renders_from_the_committed_cpu_records():
+    values = pn.render_all(ROOT)
+    assert set(values) == set(pn.QUANTITIES)
+    missing = {k: v for k, v in values.items() if v.startswith("not measured")}
+    if missing:
+        warnings.warn(f"not measured in the committed records: {missing}", stacklevel=1)
+    for name, value in values.items():
+        q = pn.QUANTITIES[name]
+        assert q.description and q.field and q.notebook, name
+        assert value.startswith("not measured") or any(c.isdigit() for c in value), (name, value)
+        assert "nan" not in value.lower(), (name, value)
+
+
+def test_known_values_of_the_committed_records():
+    values = pn.render_all(ROOT)
+    # the discriminator of B1's cpu records calls every token "original"
+    assert values["b1_disc_replaced"] == "0.000"
+    assert values["b1_disc_original"] == "1.000"
+    assert values["c2_majority"] == "0.658"
+
+
+def test_without_records_every_quantity_says_not_measured(tmp_path):
+    values = pn.render_all(tmp_path)
+    assert set(values.values()) == {"not measured (no cpu records)"}
+
+
+def test_records_without_the_field_say_not_measured():
+    records = pd.DataFrame([{"notebook": "B1_true_negatives_pretrain", "metrics_moved": 1}])
+    q = pn.QUANTITIES["b1_disc_replaced"]
+    assert pn.render(q, records) == f"not measured (no cpu records of {q.field})"
+
+
+def test_a_typed_measured_number_fails_the_check():
+    page = "# A page\n\nThe discriminator flags about 55% of them, at 0.809 accuracy.\n"
+    problems = pn.page_problems(page)
+    assert [p.split(": ")[1].split()[0] for p in problems] == ["55%", "0.809"]
+    assert problems[0].startswith("line 3:")
+
+
+def test_what_counts_as_a_number():
+    text = ("Decimals 0.81, .5, 3.25 and 5e-5; percentages 55% and 0.5 %; a margin ±0.01 and ±2. "
+            "Integers 21 and 4,000 are not; nor names: v1.1, GloVe 6B 50d, all-MiniLM-L6-v2, 88fc5bb. "
+            "A sign is not part of it: -0.004; a range 0.01-0.05.")
+    assert [n for _, n in pn.numbers(text)] == [
+        "0.81", ".5", "3.25", "5e-5", "55%", "0.5%", "±0.01", "±2", "0.004", "0.01", "0.05"]
+
+
+def test_what_is_not_prose():
+    text = ("---\nliterals:\n  \"0.9\": parameter, x\n---\n\n# T\n\n"
+            "```python\nx = 0.5\n```\n\n"
+            "```{include} _generated/claims_0.1.md\n```\n\n"
+            ":::{note}\n:class: 0.7\nnothing here\n:::\n\n"
+            "Code `lr = 0.1`, a role {cite}`a0.2`, math $x = 0.3$ and $$y = 0.4$$, a value "
+            "{{ b1_scratch }}, a link [the page](https://example.org/0.6) and "
+            "<https://example.org/0.8>.\n<!-- 0.11 -->\n\n[ref]: https://example.org/0.12\n")
+    assert pn.numbers(text) == []
+
+
+def test_declarations_are_checked():
+    page = ("---\nliterals:\n  \"0.01\": parameter, B3's margin\n  \"80.4\": paper\n"
+            "  \"0.5\": guess, a number\n  0.3: parameter, unquoted\n---\n\n"
+            "A margin of ±0.01, a score of 80.4.\n")
+    problems = pn.page_problems(page)
+    assert any("'80.4': declare it" in p for p in problems)
+    assert any("'0.5': declare it" in p for p in problems)
+    assert any("quote it" in p for p in problems)
+    assert any("'0.5' is declared but not used" in p for p in problems)
+    assert not any("±0.01" in p for p in problems)  # "0.01" covers "±0.01"
+
+
+def test_a_historical_page_is_exempt():
+    page = "---\nnumbers: historical\n---\n\n# History\n\nIt flagged 55% of them.\n"
+    assert pn.page_problems(page) == []
+
+
+def test_the_generated_config_carries_every_quantity(tmp_path):
+    out = pn.write_book_config(ROOT, tmp_path / "_config.yml")
+    config = yaml.safe_load(out.read_text())
+    original = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["title"] == original["title"]
+    assert config["bibtex_bibfiles"] == original["bibtex_bibfiles"]
+    parse = config["parse"]
+    assert parse["myst_enable_extensions"].count("substitution") == 1
+    assert set(original["parse"]["myst_enable_extensions"]) <= set(parse["myst_enable_extensions"])
+    assert set(parse["myst_substitutions"]) == set(pn.QUANTITIES)
