@@ -29,6 +29,14 @@ def test_template_committed_without_outputs(path):
 
 
 @pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_template_declares_the_project_kernel(path):
+    """A template opened in a system JupyterLab starts the project's environment, not python3."""
+    spec = json.loads(path.read_text())["metadata"].get("kernelspec", {})
+    assert spec.get("name") == "mlmlib", f"{path.name}: kernel {spec.get('name')!r}, not the project's"
+    assert spec.get("display_name") == "Python (mlmlib)"  # as `make kernel` installs it
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
 def test_template_is_a_page(path):
     nb = json.loads(path.read_text())
     first = nb["cells"][0]

@@ -42,14 +42,17 @@ def test_tables_come_from_the_records_of_every_profile(tmp_path):
     assert 'class="verdict verdict-contradicted">contradicted' in a and "verdict-reproduced" in a
     assert "shuffle \\| control" in a  # a pipe in a claim does not break the table
     assert "(/book/runs/smoke/A4_synthetic_summary/run.ipynb)" in a  # the rendered profile links
-    card = _table((out / "scorecard.md").read_text())
-    # one row per claim, one column per profile and testbed
-    assert card[0] == "| Paper | Claim | smoke: synthetic | cpu: synthetic | smoke: real text |"
+    text = (out / "scorecard.md").read_text()
+    card = _table(text)
+    # a table per paper: one row per claim, one column per profile and testbed that paper ran on
+    assert text.index("**[Paper A](/book/paper_a.md)**") < text.index("**[Paper C](/book/paper_c.md)**")
+    assert card[0] == "| Claim | smoke: synthetic | cpu: synthetic |"
+    assert "| Claim | smoke: real text |" in card
     (with_without,) = [line for line in card if "WITH beats WITHOUT" in line]
     cells = with_without.split(" | ")
-    assert "verdict-reproduced" in cells[2] and "(/book/runs/smoke/A4_synthetic_summary/run.ipynb)" in cells[2]
-    assert "verdict-contradicted" in cells[3] and "/book/runs/cpu" not in cells[3]  # not rendered: no link
-    assert "controls passed (1)" in cells[2] and "dose: 4,096 / 1,536,000 tokens" in cells[2]
+    assert "verdict-reproduced" in cells[1] and "(/book/runs/smoke/A4_synthetic_summary/run.ipynb)" in cells[1]
+    assert "verdict-contradicted" in cells[2] and "/book/runs/cpu" not in cells[2]  # not rendered: no link
+    assert "controls passed (1)" in cells[1] and "dose: 4,096 / 1,536,000 tokens" in cells[1]
     assert sum("selective beats random" in line for line in card) == 2
     assert "No summary records yet" in (out / "claims_paper_b.md").read_text()
 

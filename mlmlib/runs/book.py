@@ -161,11 +161,16 @@ def write_claim_tables(built_profile: str, root: Path | None = None, also: Seque
         mine = [r for r in rows if r["chapter"] == chapter]
         lines = [_table_note(mine, rendered)]
         if mine:
-            lines += [scorecard.table(mine, rendered, root, with_paper=False),
+            lines += [scorecard.table(mine, rendered, root),
                       scorecard.forest_section(mine, out, f"forest_{chapter}", f"Paper {paper}"),
                       _floor_notes([n for n in notes if n["chapter"] == chapter], rendered, root)]
         (out / f"claims_{chapter}.md").write_text("\n".join(lines) + "\n")
-    parts = [_table_note(rows, rendered), scorecard.table(rows, rendered, root)]
+    # one table per paper: its columns are the profiles and testbeds that paper ran on
+    parts = [_table_note(rows, rendered)]
+    for chapter, paper in PAPER_CHAPTERS.items():
+        mine = [r for r in rows if r["chapter"] == chapter]
+        if mine:
+            parts += [f"\n**[Paper {paper}](/book/{chapter}.md)**\n", scorecard.table(mine, rendered, root)]
     if rows:
         scorecard.write_csv(rows, out / scorecard.CSV_NAME, root)
         parts += [(f"\nEvery claim row of every profile, with its interval, controls and dose: "

@@ -16,6 +16,7 @@ from pathlib import Path
 
 PAPER_CHAPTERS = {"paper_a": "A", "paper_b": "B", "paper_c": "C"}
 CSV_NAME = "claims.csv"
+NAME_WIDTH = 60  # a failed control's name in a cell; the summary page shows it whole
 CSV_COLUMNS = ("profile", "chapter", "testbed", "claim", "verdict", "estimate", "low", "high", "direction",
                "delta", "seeds", "controls_passed", "failed_controls", "dose", "delta_source", "effect",
                "notebook", "page")
@@ -47,8 +48,8 @@ def controls_summary(row: dict) -> str:
         return f"controls passed ({len(controls)})"
     first = bad[0]
     more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
-    return (f"failed: {first['name']}: {first['measured']:.3g} (needs {first['op']} "
-            f"{first['threshold']:g}){more}")
+    name = first["name"] if len(first["name"]) <= NAME_WIDTH else first["name"][:NAME_WIDTH - 1] + "…"
+    return f"failed: {name}: {first['measured']:.3g} (needs {first['op']} {first['threshold']:g}){more}"
 
 
 def _page_link(row: dict, rendered: Sequence[str], root: Path) -> str | None:
@@ -69,20 +70,19 @@ def cell(row: dict, rendered: Sequence[str], root: Path) -> str:
     return "<br>".join(parts).replace("|", "\\|").replace("\n", " ")
 
 
-def table(rows: list[dict], rendered: Sequence[str], root: Path, with_paper: bool = True) -> str:
-    """One row per claim (paper and claim text), one column per profile and testbed."""
+def table(rows: list[dict], rendered: Sequence[str], root: Path) -> str:
+    """One row per claim, one column per profile and testbed (one paper's rows: its columns)."""
     if not rows:
         return "*No summary records yet: the scorecard fills in once a profile has run.*"
     columns = list(dict.fromkeys(column_name(r) for r in rows))
     claims: dict[tuple[str, str], dict[str, dict]] = {}
     for r in rows:
         claims.setdefault((r["chapter"], r["claim"]), {})[column_name(r)] = r
-    head = (["Paper"] if with_paper else []) + ["Claim"] + columns
+    head = ["Claim"] + columns
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (chapter, claim), by_column in claims.items():
-        first = [f"[{PAPER_CHAPTERS.get(chapter, chapter)}](/book/{chapter}.md)"] if with_paper else []
         cells = [cell(by_column[c], rendered, root) if c in by_column else "-" for c in columns]
-        lines.append("| " + " | ".join(first + [claim.replace("|", "\\|")] + cells) + " |")
+        lines.append("| " + " | ".join([claim.replace("|", "\\|")] + cells) + " |")
     return "\n".join(lines)
 
 
