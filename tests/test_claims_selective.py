@@ -348,3 +348,12 @@ def test_the_margin_is_at_most_half_the_anchors_effect():
     assert "Train No Evil" in claims.delta_source(0.004)
     with pytest.raises(ValueError, match="delta=0.01 exceeds half"):
         claims.delta_source(0.01)
+
+
+def test_a_task_text_without_list_words_fails_the_masking_control():
+    rows = (RANDOM + arm("exponential", [0.701, 0.719, 0.741, 0.71], "vader")
+            + arm("none", [0.60, 0.61, 0.62, 0.605]))
+    none_listed = composition_for(rows).assign(list_share=0.0)
+    (row,) = selective_claims(rows, PRIORS, delta=0.004, composition=none_listed)
+    assert row["verdict"] == verdicts.INSENSITIVE
+    assert "no list word in the task's text" in verdicts.controls_note(row["verdict"], row["controls"])

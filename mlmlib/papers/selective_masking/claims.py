@@ -156,6 +156,8 @@ def masking_took(composition: pd.DataFrame | None, task: str, word_list: str, ar
     part = composition.assign(_share=shares)
     part = part[(part["task"] == task) & (part["word_list"] == word_list)].set_index("arm")["_share"]
     value = part[arm] / part[reference] if {arm, reference} <= set(part.index) else None
+    if value is not None and not part[reference] > 0:  # no list word in the task's text to mask
+        value, name = 0.0, name + ": no list word in the task's text"
     return verdicts.control(claim, name, verdicts.TOOK, value, LIST_SHARE_RATIO_MIN, bounds=(1, float("inf")),
                          field=f"C1 masked_composition ({task}, {word_list})")
 

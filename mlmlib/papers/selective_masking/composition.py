@@ -14,7 +14,8 @@ import torch
 
 def list_share_of_masked(mask_prob: torch.Tensor, word_type: torch.Tensor, in_list: np.ndarray) -> float:
     """Expected share of list-word tokens among masked tokens: sum(p * listed) / sum(p) over the
-    maskable positions (word_type >= 0; -1 marks special tokens and padding)."""
+    maskable positions (word_type >= 0; -1 marks special tokens and padding); 0 when no token of
+    the corpus is a list word."""
     if mask_prob.shape != word_type.shape:
         raise ValueError(f"mask_prob {tuple(mask_prob.shape)} and word_type {tuple(word_type.shape)} "
                          "must cover the same positions")
@@ -23,8 +24,8 @@ def list_share_of_masked(mask_prob: torch.Tensor, word_type: torch.Tensor, in_li
         raise ValueError(f"in_list has {len(in_list)} word types; word_type reaches {int(word_type.max())}")
     valid = word_type >= 0
     listed = in_list[word_type.clamp(min=0)] & valid
-    if not bool(listed.any()):
-        raise ValueError("in_list: no token of the corpus is a list word")
+    if not bool(listed.any()):  # no list word in the text: no masking can mask one
+        return 0.0
     masked = (mask_prob * valid).sum()
     return float((mask_prob * listed).sum() / masked) if masked > 0 else float("nan")
 
