@@ -161,8 +161,11 @@ def rule(f: Facts, base_sha: str) -> str:
 def rekey(record: Path, key: str, version: str, base_sha: str, why: str = RULE) -> None:
     """Give a record its new key and code version, keeping the old ones; written atomically."""
     data = json.loads(record.read_text())  # as stored: non-finite numbers stay null, as listed
-    data["rekeyed"] = {"from_key": data.get("key"), "from_code_version": data.get("code_version"),
-                       "base": base_sha, "rule": why}
+    entry = {"from_key": data.get("key"), "from_code_version": data.get("code_version"),
+             "base": base_sha, "rule": why}
+    if "rekeyed" in data:  # re-keyed before: the chain back to the code that ran it stays
+        entry["earlier"] = data["rekeyed"]
+    data["rekeyed"] = entry
     data["key"], data["code_version"] = key, version
     write_json(record, data)
 

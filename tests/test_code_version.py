@@ -454,3 +454,16 @@ def test_dynamic_use_of_a_module_is_refused(tmp_path, stats, cells, problem):
     assert problem in code.explain()
     # the same definitions, never reached: accepted
     assert _compare(tmp_path / "unreached", stats, base_stats=stats, files={"new.py": ""}).accepted
+
+
+def test_a_second_rekey_keeps_the_chain_back_to_the_code_that_ran(monkeypatch, tmp_path):
+    rk = _rekey_script(monkeypatch)
+    record = tmp_path / "seed-0.json"
+    record.write_text(json.dumps({"key": "k0", "code_version": "v0", "metrics": {}}))
+    rk.rekey(record, "k1", "v1", "a" * 40, "first")
+    rk.rekey(record, "k2", "v2", "b" * 40, "second")
+    data = json.loads(record.read_text())
+    assert (data["key"], data["code_version"]) == ("k2", "v2")
+    assert data["rekeyed"]["from_key"] == "k1" and data["rekeyed"]["rule"] == "second"
+    assert data["rekeyed"]["earlier"] == {"from_key": "k0", "from_code_version": "v0", "base": "a" * 40,
+                                          "rule": "first"}
