@@ -196,9 +196,8 @@ def _table_note(rows: list[dict], rendered: Sequence[str]) -> str:
 
 def _profile_link(row: dict, rendered: Sequence[str], root: Path) -> str:
     """The profile's name, linked to the summary page when this book renders that profile."""
-    if row["profile"] not in rendered:
-        return row["profile"]
-    return f"[{row['profile']}](/{Path(row['page']).with_suffix('.ipynb').relative_to(root).as_posix()})"
+    link = scorecard.page_link(row, rendered, root)
+    return f"[{row['profile']}]({link})" if link else row["profile"]
 
 
 def check_profile(profile: str) -> None:

@@ -52,7 +52,8 @@ def controls_summary(row: dict) -> str:
     return f"failed: {name}: {first['measured']:.3g} (needs {first['op']} {first['threshold']:g}){more}"
 
 
-def _page_link(row: dict, rendered: Sequence[str], root: Path) -> str | None:
+def page_link(row: dict, rendered: Sequence[str], root: Path) -> str | None:
+    """The link to a row's summary page where this book renders its profile, else None."""
     if row["profile"] not in rendered:
         return None
     return "/" + Path(row["page"]).with_suffix(".ipynb").relative_to(root).as_posix()
@@ -62,7 +63,7 @@ def cell(row: dict, rendered: Sequence[str], root: Path) -> str:
     """One scorecard cell: the verdict coloured (linked to its summary page where this book
     renders the profile), then its controls and dose in small type."""
     verdict = f'<span class="verdict {verdict_class(row["verdict"])}">{escape(row["verdict"])}</span>'
-    link = _page_link(row, rendered, root)
+    link = page_link(row, rendered, root)
     head = f"[{verdict}]({link})" if link else verdict
     parts = [head, f"<small>{escape(controls_summary(row))}</small>"]
     if row.get("dose"):
