@@ -18,13 +18,14 @@ KERNEL ?= mlmlib
 CHROMIUM ?= /usr/bin/chromium
 export CHROMIUM
 
-.PHONY: book run html test test-fast rehearse test-slurm lab kernel clean-runs help
+.PHONY: book run html test test-fast rehearse lab-check test-slurm lab kernel clean-runs help
 
 help:
 	@echo "make book     set up .venv, run the $(PROFILE) profile, build the book"
 	@echo "make test     run the test suite (the plan rehearsals apart: make rehearse)"
 	@echo "make test-fast   the unit tests only (no notebooks, no book build)"
 	@echo "make rehearse    every entry of the paper and cpu plans at tiny size, offline"
+	@echo "make lab-check   every template top to bottom with its own defaults, as JupyterLab runs it"
 	@echo "make test-slurm  the SLURM executor on a one-node SLURM on this machine (root, apt-get)"
 	@echo "make lab      open the notebooks in JupyterLab with the project kernel"
 	@echo "make book PROFILE=paper   paper-scale runs (GPUs, network)"
@@ -69,6 +70,11 @@ test: $(VENV)/.installed $(CHROMIUM)
 # before spending GPU (or hours of CPU) time on a changed plan. CI runs it after `make test`.
 rehearse: $(VENV)/.installed
 	$(PY) -m pytest -q -m rehearsal
+
+# Every template top to bottom with its own defaults and no papermill, as a reader runs it in
+# JupyterLab (the defaults are the smoke sizes); CI runs it after `make rehearse`.
+lab-check: $(VENV)/.installed
+	$(PY) scripts/lab_check.py
 
 # The SLURM executor on a one-node SLURM started on this machine (root and apt-get), stopped after.
 test-slurm: $(VENV)/.installed

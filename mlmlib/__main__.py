@@ -1,4 +1,6 @@
-"""Entry point for `python -m mlmlib`: the runs CLI, or the training benchmark (`bench`)."""
+"""Entry point for `python -m mlmlib`: the runs CLI, the training benchmark (`bench`) and the
+offline commands (`mirror`; the stand-ins of `run --rehearse`), which sit above the papers and
+so outside the runs package."""
 
 import os
 import sys
@@ -17,8 +19,18 @@ try:
 
         sys.exit(bench.main(sys.argv[2:]) or 0)
 
+    if sys.argv[1:2] == ["mirror"]:
+        from mlmlib.offline.mirror import main as mirror
+
+        sys.exit(mirror(sys.argv[2:]))
+
     from mlmlib.runs.cli import main
 
-    sys.exit(main())
+    def prepare_rehearsal(plan):
+        from mlmlib.offline.rehearsal import prepare  # imported only when a rehearsal runs
+
+        prepare(plan)
+
+    sys.exit(main(prepare_rehearsal=prepare_rehearsal))
 except BrokenPipeError:
     sys.exit(_quiet_broken_pipe())

@@ -5,7 +5,9 @@ temporary folder and records nothing. Templates run in the smoke plan's order (a
 page finds the models a pretraining page built in the shared cache); summary pages read the
 records of the profile named in their parameters. One edit is made, as a user would make it:
 A3 fine-tunes the models of both corpora, so A2 runs a second time with `corpus = "shift"`
-set at the end of its parameters cell.
+set at the end of its parameters cell. An edit of a parameter group gives the fields it
+changes (`{"setup": {"steps": 5}}`), merged into the group's overrides as a user would type it
+(`setup = {**setup, "steps": 5}`).
 
 Usage:  python scripts/lab_check.py [--only NOTEBOOK ...] [--timeout SECONDS] [--out FOLDER]
 Prints one line per template (ok or the error, wall time) and exits 1 if any failed.
@@ -24,11 +26,42 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
 from mlmlib.paths import work_dir
-from mlmlib.runs.plans import load_plan, notebooks_dir
+from mlmlib.runs.plans import load_plan, notebook_groups, notebook_parameters, notebooks_dir
 from mlmlib.runs.runner import KERNEL, QuietShutdownKernelManager, kernel_config
 
-# template: the parameter edits of its extra runs (each after the run with the defaults)
+# template: the parameter edits of its extra runs (each after the run with the defaults); a
+# group's edit is a mapping of the fields it changes
 EDITS = {"A2_synthetic_pretrain": [{"corpus": "shift"}]}
+
+
+def edit_lines(name: str, edit: dict) -> str:
+    """The lines a user would append to the template's parameters cell to make `edit`."""
+    path = str(notebooks_dir() / f"{name}.ipynb")
+    declared, groups = notebook_parameters(path), notebook_groups(path)
+    lines = []
+    for key, value in edit.items():
+        if key not in declared:
+            raise ValueError(f"{name}: no parameter {key!r} to edit; it has {sorted(declared)}")
+        if key in groups:
+            if not isinstance(value, dict):
+                raise ValueError(f"{name}: {key} is a group ({groups[key].__name__}): edit its fields "
+                                 f"with a mapping, got {value!r}")
+            fields = ", ".join(f"{field!r}: {v!r}" for field, v in value.items())
+            lines.append(f"\n{key} = {{**{key}, {fields}}}")
+        else:
+            lines.append(f"\n{key} = {value!r}")
+    return "".join(lines)
+
+
+def edit_label(edit: dict) -> str:
+    """'corpus=shift', 'setup.steps=5': an edit as a file-name-safe label."""
+    parts = []
+    for key, value in edit.items():
+        if isinstance(value, dict):
+            parts += [f"{key}.{field}={v}" for field, v in value.items()]
+        else:
+            parts.append(f"{key}={value}")
+    return ",".join(parts)
 
 
 def templates_in_plan_order(profile: str = "smoke") -> list[str]:
@@ -43,7 +76,7 @@ def run_template(name: str, timeout: int, out: Path, edit: dict | None = None
     nb = nbformat.read(notebooks_dir() / f"{name}.ipynb", as_version=4)
     if edit:
         cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-        cell.source += "".join(f"\n{key} = {value!r}" for key, value in edit.items())
+        cell.source += edit_lines(name, edit)
     client = NotebookClient(nb, kernel_name=KERNEL, timeout=timeout, config=kernel_config(),
                             kernel_manager_class=QuietShutdownKernelManager,
                             resources={"metadata": {"path": str(notebooks_dir())}})
@@ -58,7 +91,7 @@ def run_template(name: str, timeout: int, out: Path, edit: dict | None = None
     finally:
         os.chdir(here)
         out.mkdir(parents=True, exist_ok=True)
-        suffix = "".join(f"_{key}-{value}" for key, value in (edit or {}).items())
+        suffix = f"_{edit_label(edit)}" if edit else ""
         nbformat.write(nb, out / f"{name}{suffix}.ipynb")
     return ok, time.perf_counter() - start, message
 
@@ -76,10 +109,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--only: unknown templates {unknown}; known: {templates_in_plan_order()}")
     failed = 0
     runs = [(name, edit) for name in names for edit in [None, *EDITS.get(name, [])]]
+    for name, edit in runs:  # an edit that no longer fits its template fails before anything runs
+        try:
+            edit_lines(name, edit or {})
+        except ValueError as exc:
+            parser.error(f"EDITS: {exc}")
     for name, edit in runs:
         ok, seconds, message = run_template(name, args.timeout, args.out, edit)
         failed += not ok
-        label = name + "".join(f" ({k}={v})" for k, v in (edit or {}).items())
+        label = name + (f" ({edit_label(edit)})" if edit else "")
         print(f"{label:44s} {'ok    ' if ok else 'FAILED'} {seconds:7.1f} s  {'' if ok else message}",
               flush=True)
     print(f"{len(runs) - failed} of {len(runs)} runs of {len(names)} templates went top to bottom"

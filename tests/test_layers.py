@@ -1,6 +1,8 @@
-"""The architecture, read from the imports: core and data never import a paper or the runs
-package, no paper imports another, and the runs package imports no training code. Plus the
-code versions that follow from it (each notebook's own imports: tests/test_code_version.py)."""
+"""The architecture, read from the imports: core and data never import a paper, the runs or the
+offline package, no paper imports another, the runs package imports no training code and no
+science (not even to name a hub resource), no module imports itself through others (no
+cycles), and no module outgrows a reader (MAX_MODULE_LINES). Plus the code versions that follow
+from it (each notebook's own imports: tests/test_code_version.py)."""
 
 from __future__ import annotations
 
@@ -14,19 +16,17 @@ from mlmlib import code_digest
 from mlmlib.paths import PACKAGE_DIR
 from mlmlib.runs import runner
 
-# What the runs package may import from the library: orchestration helpers and the verdict
-# rules, sanity floors and figure helpers (to show them in the book: the scorecard's forest
-# plots; plots imports no torch), nothing that trains.
+# What the runs package may import from the library: orchestration helpers, the verdict rules,
+# sanity floors, figure and table helpers (to show them in the book: the scorecard's forest
+# plots; plots imports no torch) and the parameter groups' checks (configs; the group
+# dataclasses it loads by name are torch-free), nothing that trains and nothing of the hub.
 RUNS_MAY_IMPORT = ("mlmlib.runs", "mlmlib.atomic", "mlmlib.paths", "mlmlib.code_digest",
-                   "mlmlib.stats", "mlmlib.verdicts", "mlmlib.floors", "mlmlib.plots")
-# The mirror command fetches what a plan needs from the hub, so it imports the loaders (and the
-# names of A5's hub resources); the command line imports it for that command only.
-# The rehearsal builds stand-ins of those resources (from the data package's bundle and the
-# shipped MiniLM tokenizer) and points the loaders at them; the command line imports it only
-# for `run --rehearse`.
-FETCHERS = {"mlmlib.runs.mirror": ("mlmlib.data", "mlmlib.papers.distributional.perturb", "mlmlib.qa"),
-            "mlmlib.runs.standins": ("mlmlib.data", "mlmlib.minilm"),
-            "mlmlib.runs.rehearsal": ("mlmlib.data.hub",)}
+                   "mlmlib.stats", "mlmlib.verdicts", "mlmlib.floors", "mlmlib.plots",
+                   "mlmlib.configs", "mlmlib.tables")
+# The offline package (mirror, rehearsal stand-ins) sits above the papers; only the entry
+# point (mlmlib.__main__) and nothing below it imports it.
+OFFLINE = "mlmlib.offline"
+MAX_MODULE_LINES = 600  # a module longer than this holds more than one concept: split it
 
 
 def _module(path: Path) -> str:
@@ -56,8 +56,12 @@ def _layer_errors() -> list[str]:
         for imp in sorted(_imports(path)):
             other = code_digest.paper_of(imp)
             if name.startswith("mlmlib.runs"):
-                if not imp.startswith(RUNS_MAY_IMPORT + FETCHERS.get(name, ())):
+                if imp != "mlmlib" and not imp.startswith(RUNS_MAY_IMPORT):  # "mlmlib": its __init__
                     errors.append(f"{name} (runs) imports {imp}: the runner never imports training code")
+            elif name.startswith(OFFLINE):
+                continue  # above the papers: it may import any of them, and the runs package
+            elif imp.startswith(OFFLINE):
+                errors.append(f"{name} imports {imp}: only the entry point uses the offline package")
             elif own is None and (other or imp.startswith("mlmlib.runs")):
                 errors.append(f"{name} (core/data) imports {imp}")
             elif own is not None and other is not None and other != own:
@@ -73,13 +77,89 @@ def test_layers_hold():
 
 def test_layer_check_catches_a_paper_importing_another(tmp_path, monkeypatch):
     bad = PACKAGE_DIR / "papers" / "selective_masking" / "_layer_probe.py"
-    bad.write_text("from mlmlib.papers.true_negatives import negatives\nimport mlmlib.runs.runner\n")
+    bad.write_text("from mlmlib.papers.true_negatives import negatives\nimport mlmlib.runs.runner\n"
+                   "def later():\n    from mlmlib.offline import mirror\n")
+    runner_probe = PACKAGE_DIR / "runs" / "_layer_probe.py"
+    runner_probe.write_text("def later():\n    from mlmlib.data import hub\n")
     try:
         errors = _layer_errors()
     finally:
         bad.unlink()
+        runner_probe.unlink()
     assert any("imports mlmlib.papers.true_negatives" in e for e in errors)
     assert any("imports the runs package" in e for e in errors)
+    assert any("imports mlmlib.offline.mirror: only the entry point" in e for e in errors)
+    assert any("mlmlib.runs._layer_probe (runs) imports mlmlib.data.hub" in e for e in errors)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """{module: the mlmlib modules it imports}, a `from package import name` counted as the
+    submodule when `name` is one, and a submodule's import of its own package left out (Python
+    has run the package's __init__ first anyway; a package re-exporting its parts is no cycle)."""
+    modules = {_module(path): path for path in sorted(PACKAGE_DIR.rglob("*.py"))}
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for imp in _imports(path):
+            if imp in modules:
+                targets.add(imp)
+            elif imp.rpartition(".")[0] in modules:  # `from module import name`: that module
+                targets.add(imp.rpartition(".")[0])
+        graph[name] = {t for t in targets if t != name and not name.startswith(t + ".")}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import cycle, as the sorted modules of one strongly connected component (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while not component or component[-1] != node:
+                component.append(stack.pop())
+                on_stack.discard(component[-1])
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles():
+    """A cycle (imports inside functions count: they only hide it until the call) means two
+    modules are one concept, or a shared piece belongs in a third."""
+    assert _cycles(_import_graph()) == []
+
+
+def test_the_cycle_check_sees_a_cycle_through_an_import_inside_a_function():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+    probe, other = PACKAGE_DIR / "_cycle_probe.py", PACKAGE_DIR / "_cycle_probe_b.py"
+    probe.write_text("def later():\n    from mlmlib import _cycle_probe_b\n")
+    other.write_text("import mlmlib._cycle_probe\n")
+    try:
+        assert ["mlmlib._cycle_probe", "mlmlib._cycle_probe_b"] in _cycles(_import_graph())
+    finally:
+        probe.unlink()
+        other.unlink()
+
+
+def test_no_module_is_longer_than_a_reader_holds():
+    long = {_module(path): n for path in sorted(PACKAGE_DIR.rglob("*.py"))
+            if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert long == {}, f"split these along their concepts (at most {MAX_MODULE_LINES} lines)"
 
 
 def test_every_paper_notebook_names_its_paper():

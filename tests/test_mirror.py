@@ -8,7 +8,8 @@ import pytest
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 
 from mlmlib.data import HubUnavailableError, hub, load_task, load_vectors
-from mlmlib.runs import mirror as mirror_cmd
+from mlmlib.offline import mirror as mirror_cmd
+from mlmlib.offline.resources import needed
 from mlmlib.runs.plans import Plan, Run, load_plan
 
 MODEL = "someone/tiny-bert"  # a hub name that only the test mirror has
@@ -148,10 +149,8 @@ def test_a_copy_without_a_split_or_column_is_refused(tmp_path, monkeypatch, no_n
 
 def test_paper_plan_needs(root, no_network, capsys, monkeypatch):
     """--list names what the paper plan downloads, says what the mirror has, and fetches nothing."""
-    from mlmlib.runs.cli import main
-
     monkeypatch.setattr(mirror_cmd, "fetch", lambda *a: pytest.fail("--list must not download"))
-    needs = {(r.kind, r.name, r.config) for r in mirror_cmd.needed(load_plan("paper"))}
+    needs = {(r.kind, r.name, r.config) for r in needed(load_plan("paper"))}
     glue = {("dataset", "nyu-mll/glue", t) for t in ("sst2", "mnli", "cola", "mrpc", "qnli", "rte", "qqp")}
     assert needs == glue | {
         ("dataset", "stanfordnlp/imdb", None),
@@ -163,7 +162,7 @@ def test_paper_plan_needs(root, no_network, capsys, monkeypatch):
         ("model", "facebook/wmt19-en-de", None), ("model", "facebook/wmt19-de-en", None),
         ("vectors", "glove-wiki-gigaword-300", None), ("vectors", "word2vec-google-news-300", None),
     }
-    assert main(["mirror", "--profile", "paper", "--to", str(root), "--list"]) == 0
+    assert mirror_cmd.main(["--profile", "paper", "--to", str(root), "--list"]) == 0
     out = capsys.readouterr().out
     assert "have     dataset nyu-mll/glue/sst2" in out
     assert "have     vectors glove-wiki-gigaword-300" in out
@@ -192,7 +191,7 @@ def test_fill_writes_what_the_loaders_read(tmp_path, tokenizer, no_network, monk
         (), "", "", 1)])
     root = tmp_path / "mirror"
     assert mirror_cmd.mirror(plan, root) == 0
-    assert all(r.present(root) for r in mirror_cmd.needed(plan))
+    assert all(r.present(root) for r in needed(plan))
     assert not list(root.rglob("*.partial"))
 
     monkeypatch.setenv(hub.MIRROR_ENV, str(root))
@@ -210,3 +209,55 @@ def test_fill_writes_what_the_loaders_read(tmp_path, tokenizer, no_network, monk
     assert "FAILED   dataset stanfordnlp/imdb" in out and "have     vectors glove-wiki-gigaword-300" in out
     assert "1 could not be fetched" in out and "stanfordnlp/imdb: HubUnavailableError: off" in out
     assert not (root / "datasets/stanfordnlp/imdb/default").exists()
+
+
+# ---------------------------------------------------------------- the declarations
+
+
+def test_each_layer_declares_its_own_resources():
+    from mlmlib.offline.resources import declaring_modules
+
+    assert [m.__name__ for m in declaring_modules()] == [
+        "mlmlib.data.resources", "mlmlib.papers.distributional.resources",
+        "mlmlib.papers.true_negatives.resources"]
+
+
+def test_a_resource_is_selected_by_a_plain_parameter_or_a_group_field():
+    from mlmlib.base_config import BaseModelConfig
+    from mlmlib.data import resources
+    from mlmlib.data.hub_resources import RunParameters, merged
+
+    base = {"name": "bert-base-uncased", "tokenizer": "bert-base-uncased", "corpus": "openwebtext"}
+    grouped = RunParameters({"base": base, "setup": {"tasks": ["sst2", "amazon-food"]}, "seed": 0},
+                            {"base": BaseModelConfig, "setup": dict})
+    found = merged(resources.hub_resources(grouped))
+    assert [r.label for r in found] == [
+        "dataset nyu-mll/glue/sst2", "dataset Skylion007/openwebtext",
+        "model bert-base-uncased (BertForMaskedLM, AutoTokenizer)"]
+    flat = RunParameters({"base_model": "embedded", "base_tokenizer": "minilm-l6", "task": "imdb",
+                          "arms": ["none", "step@glove-6b-300d"]}, {})
+    assert [r.label for r in resources.hub_resources(flat)] == [
+        "dataset stanfordnlp/imdb", "vectors glove-wiki-gigaword-300"]
+
+
+def test_phrase_perturbations_need_the_parsed_test_and_the_translators():
+    from mlmlib.data.hub_resources import RunParameters
+    from mlmlib.papers.distributional import resources
+
+    words = RunParameters({"task": "sst2", "perturbations": ["word"]}, {})
+    assert resources.hub_resources(words) == []
+    phrases = RunParameters({"task": "sst2", "perturbations": ["word", "short-phrase"]}, {})
+    assert [r.label for r in resources.hub_resources(phrases)] == [
+        "dataset stanfordnlp/sst/ptb",
+        "model facebook/wmt19-en-de (FSMTForConditionalGeneration, FSMTTokenizer)",
+        "model facebook/wmt19-de-en (FSMTForConditionalGeneration, FSMTTokenizer)"]
+
+
+def test_the_mirror_command_is_dispatched_by_the_entry_point(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "mlmlib", "mirror", "--profile", "nope", "--to", str(tmp_path)],
+                          capture_output=True, text=True, check=False, env={**os.environ})
+    assert done.returncode == 2 and "unknown profile 'nope'" in done.stderr

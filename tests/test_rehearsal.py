@@ -29,12 +29,24 @@ def test_the_rehearsal_is_the_plan_with_numbers_shrunk(profile):
         for key, value in planned.params.items():
             if key == "profile":
                 assert run.params[key] == rehearsal.profile  # summaries read the rehearsal's records
-            elif not (isinstance(value, (int, float)) and not isinstance(value, bool)) and not (
-                    isinstance(value, list) and all(isinstance(v, (int, float)) for v in value)):
+            elif isinstance(value, dict):  # a group: its names, kinds and flags unchanged
+                assert _not_sizes(run.params[key]) == _not_sizes(value), (run.notebook, key)
+            elif not _is_size(value):
                 assert run.params[key] == value, (run.notebook, key)  # names, kinds, flags: unchanged
     for entry in {r.notebook for r in paper.runs}:  # every kind of grid value is kept
         for key in {k for r in paper.runs if r.notebook == entry for k in r.grid_keys} - {"seed"}:
             assert _values(paper, entry, key) == _values(rehearsal, entry, key), (entry, key)
+
+
+def _is_size(value) -> bool:
+    """A number, or a list of numbers: what a rehearsal may shrink."""
+    number = (int, float)
+    return (isinstance(value, number) and not isinstance(value, bool)) or (
+        isinstance(value, list) and all(isinstance(v, number) for v in value))
+
+
+def _not_sizes(group: dict) -> dict:
+    return {k: v for k, v in group.items() if not _is_size(v)}
 
 
 def _values(plan, notebook: str, key: str) -> set:
@@ -54,6 +66,7 @@ def overlay(tmp_path, monkeypatch):
     (tmp_path / "notebooks" / "plans" / "paper.yaml").write_text((root / "notebooks/plans/paper.yaml").read_text())
     monkeypatch.setenv("MLMLIB_ROOT", str(tmp_path))
     plans.notebook_parameters.cache_clear()
+    plans.notebook_groups.cache_clear()
     return tmp_path / "notebooks" / "plans" / "rehearse" / "paper.yaml"
 
 
@@ -61,7 +74,8 @@ def overlay(tmp_path, monkeypatch):
     ("notebooks: {B1_true_negatives_pretrain: {params: {tokenizer: embedded-wordpiece-8k}}}",
      "params.tokenizer = 'embedded-wordpiece-8k': a rehearsal changes sizes only"),
     ("notebooks: {B1_true_negatives_pretrain: {params: {tasks: [sst2]}}}", "changes sizes only"),
-    ("notebooks: {A3_synthetic_finetune: {params: {bd2_curves: false}}}", "changes sizes only"),
+    ("notebooks: {A3_synthetic_finetune: {params: {sweep: {bd2_curves: false}}}}",
+     "params.sweep.bd2_curves = False: a rehearsal changes sizes only"),  # a flag inside a group
     ("notebooks: {B1_true_negatives_pretrain: {grid: {arms: [[electra/plain]]}}}",
      "a rehearsal runs a subset of the plan's values"),
     ("notebooks: {C2_selective_mlm: {grid: {seed: [11]}}}", "a rehearsal runs a subset"),

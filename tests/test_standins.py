@@ -7,9 +7,10 @@ import pytest
 
 from mlmlib.data import hub, load_corpus, load_task, load_vectors
 from mlmlib.data.tasks import HUB_TASKS
-from mlmlib.runs.mirror import Resource, needed
+from mlmlib.data.hub_resources import Resource
 from mlmlib.runs.plans import load_plan
-from mlmlib.runs.standins import build_standins
+from mlmlib.offline.resources import needed
+from mlmlib.offline.standins import build_standins
 
 SQUAD = Resource("dataset", "rajpurkar/squad")
 GLUE = ("sst2", "cola", "mrpc", "qnli", "rte", "mnli", "qqp")
@@ -150,7 +151,7 @@ def test_a_resource_without_a_recipe_is_named(tmp_path):
 
 
 def test_a_failed_build_leaves_nothing_that_looks_whole(tmp_path, monkeypatch):
-    from mlmlib.runs import standins
+    from mlmlib.offline import standins
 
     def half_then_fail(resource, partial):
         partial.mkdir()

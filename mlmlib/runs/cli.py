@@ -28,8 +28,13 @@ A profile is a plan file in notebooks/plans/ (smoke: CPU in minutes; paper: GPUs
 """
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse the command line and dispatch; return the exit code."""
+def main(argv: list[str] | None = None, prepare_rehearsal=None) -> int:
+    """Parse the command line and dispatch; return the exit code.
+
+    `prepare_rehearsal(plan)` builds a rehearsal's stand-ins and points the hub loaders at them
+    before it runs: the entry point (mlmlib.__main__) passes it, as the runs package builds
+    nothing of the hub's data or models itself.
+    """
     parser = argparse.ArgumentParser(prog="python -m mlmlib", description=HELP,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -68,16 +73,15 @@ def main(argv: list[str] | None = None) -> int:
                            "(repeatable; a profile without records is left out)")
     status = sub.add_parser("status", help="which runs exist and which failed")
     status.add_argument("--profile", default=None, help="one profile (default: all present)")
-    mirror_cmd = sub.add_parser("mirror", help="fill a folder with the hub data and models a profile needs")
-    mirror_cmd.add_argument("--profile", default="paper", help="plan name in notebooks/plans/ (default: paper)")
-    mirror_cmd.add_argument("--to", required=True, metavar="DIR", help="the mirror folder (MLMLIB_HUB_MIRROR)")
-    mirror_cmd.add_argument("--list", action="store_true", help="only list what is needed and what DIR has")
+    sub.add_parser("mirror", help="fill a folder with the hub data and models a profile needs "
+                   "(--profile P --to DIR [--list])",
+                   add_help=False)  # handled by mlmlib.__main__ (mlmlib.offline.mirror): it fetches
     sub.add_parser("bench", help="training-throughput benchmark (see book page on compute)",
                    add_help=False)  # handled by mlmlib.__main__: the runs package trains nothing
     args = parser.parse_args(argv)
 
     if args.command == "run":
-        return _run(args)
+        return _run(args, prepare_rehearsal)
     if args.command == "book":
         from mlmlib.runs.book import build_book
 
@@ -89,17 +93,6 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(f"\nThe book is at {(html / 'index.html').resolve().as_uri()}")
         return 0
-    if args.command == "mirror":
-        from pathlib import Path
-
-        from mlmlib.runs.mirror import mirror
-
-        try:
-            plan = load_plan(args.profile)
-        except PlanError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        return mirror(plan, Path(args.to).expanduser(), list_only=args.list)
     if args.command == "status":
         if args.profile is not None:
             from mlmlib.runs.book import check_profile
@@ -113,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
-def _run(args) -> int:
+def _run(args, prepare_rehearsal=None) -> int:
     """Validate the plan, then execute it and summarise failures."""
     from mlmlib.runs.executors import ExecutorError, run_with_executor
     from mlmlib.runs.plans import REHEARSAL, rehearsed_profile
@@ -138,9 +131,11 @@ def _run(args) -> int:
             print(f"  {run.notebook}/{run.slug}: {json.dumps(run.params)}")
         return 0
     if rehearsed_profile(plan.profile):
-        from mlmlib.runs import rehearsal
-
-        rehearsal.prepare(plan)
+        if prepare_rehearsal is None:
+            print("error: a rehearsal runs on stand-ins that `python -m mlmlib run --rehearse` "
+                  "builds; run it that way", file=sys.stderr)
+            return 2
+        prepare_rehearsal(plan)
     if options.executor == "serial":
         report = run_plan(plan, force=args.force)
     else:

@@ -1,4 +1,10 @@
-"""Sweep plans: for each notebook of a profile, a parameter grid that expands to runs."""
+"""Sweep plans: for each notebook of a profile, a parameter grid that expands to runs.
+
+A notebook parameter is either a plain literal (`seed = 0`), checked against the template's
+default, or a parameter group (`setup = {}`), a mapping of overrides of the dataclass that the
+parameters cell's metadata names (mlmlib.configs): its keys and value types are checked against
+that dataclass's fields, and records carry the group resolved to every field.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from mlmlib import configs
 from mlmlib.paths import project_root
 
 ENTRY_KEYS = {"notebook", "chapter", "title", "timeout", "grid", "params", "needs", "alone"}
@@ -217,12 +224,17 @@ def rehearsal_data(data: dict, profile: str) -> dict:
         sizes = overlay["notebooks"].get(name, {})
         where = f"{path}: {name}"
         params = dict(entry.get("params") or {})
-        declared = notebook_parameters(str(notebooks_dir() / f"{name}.ipynb"))
+        nb_path = str(notebooks_dir() / f"{name}.ipynb")
+        declared, groups = notebook_parameters(nb_path), notebook_groups(nb_path)
         for key, value in (sizes.get("params") or {}).items():
             if key not in declared:
                 raise PlanError(f"{where}: unknown parameter {key!r}; the notebook has: {sorted(declared)}")
-            _check_size(where, key, value, params.get(key, declared[key]))
-            params[key] = value
+            planned = params.get(key, declared[key])
+            if key in groups:
+                params[key] = _group_sizes(where, key, value, planned, groups[key])
+            else:
+                _check_size(where, key, value, planned)
+                params[key] = value
         grid = dict(entry.get("grid") or {})
         for key, values in (sizes.get("grid") or {}).items():
             if key in grid:  # an entry without this grid key keeps its parameter as it is
@@ -245,6 +257,21 @@ def rehearsal_data(data: dict, profile: str) -> dict:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _group_sizes(where: str, key: str, value: Any, planned: Any, group: type) -> dict:
+    """The plan's overrides of a group with the rehearsal's numbers in it (sizes only, as flat)."""
+    if not isinstance(value, dict):
+        raise PlanError(f"{where}: params.{key} = {value!r}: {key} is a group ({group.__name__}); "
+                        "give a mapping of its fields to sizes")
+    planned = planned if isinstance(planned, dict) else {}  # a wrong plan value: _expand names it
+    resolved = configs.resolve(group, planned)
+    for field_name, number in value.items():
+        if field_name not in resolved:
+            raise PlanError(f"{where}: params.{key}: unknown field {field_name!r} of {group.__name__}; "
+                            f"its fields: {sorted(resolved)}")
+        _check_size(where, f"{key}.{field_name}", number, resolved[field_name])
+    return {**planned, **value}
 
 
 def _check_size(where: str, key: str, value: Any, planned: Any) -> None:
@@ -275,7 +302,7 @@ def _expand(entry: dict, where: str) -> list[Run]:
     for key, value in (("grid", grid), ("params", fixed)):
         if not isinstance(value, dict):
             raise PlanError(f"{where}: '{key}' must be a mapping of parameter names to values")
-    declared = notebook_parameters(str(nb_path))
+    declared, groups = notebook_parameters(str(nb_path)), notebook_groups(str(nb_path))
     for key, value in [*grid.items(), *fixed.items()]:
         if key in RESERVED:
             raise PlanError(f"{where}: '{key}' is set by the runner; remove it from the plan")
@@ -285,9 +312,9 @@ def _expand(entry: dict, where: str) -> list[Run]:
         if not isinstance(values, list) or not values:
             raise PlanError(f"{where}: grid.{key} must be a non-empty list of values")
         for v in values:
-            _check_type(where, f"grid.{key}", v, declared[key])
+            _check_value(where, f"grid.{key}", v, declared[key], groups.get(key))
     for key, value in fixed.items():
-        _check_type(where, f"params.{key}", value, declared[key])
+        _check_value(where, f"params.{key}", value, declared[key], groups.get(key))
     if not isinstance(entry.get("alone", False), bool):
         raise PlanError(f"{where}: alone must be true or false, got {entry['alone']!r}")
     timeout = entry.get("timeout", DEFAULT_TIMEOUT)
@@ -304,19 +331,23 @@ def _expand(entry: dict, where: str) -> list[Run]:
     return runs
 
 
-@cache
-def notebook_parameters(nb_path: str) -> dict[str, Any]:
-    """Return the parameters cell of a notebook as {name: default value}."""
-    import ast
-
+def _parameters_cell(nb_path: str):
     import nbformat
 
     nb = nbformat.read(nb_path, as_version=4)
     cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     if len(cells) != 1:
         raise PlanError(f"{nb_path}: expected exactly one cell tagged 'parameters', found {len(cells)}")
+    return cells[0]
+
+
+@cache
+def notebook_parameters(nb_path: str) -> dict[str, Any]:
+    """Return the parameters cell of a notebook as {name: default value}."""
+    import ast
+
     params = {}
-    for node in ast.parse(cells[0].source).body:
+    for node in ast.parse(_parameters_cell(nb_path).source).body:
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1
                 and isinstance(node.targets[0], ast.Name)):
             raise PlanError(f"{nb_path}: the parameters cell must hold plain 'name = literal' lines")
@@ -327,6 +358,49 @@ def notebook_parameters(nb_path: str) -> dict[str, Any]:
                 f"{nb_path}: parameter {node.targets[0].id!r} is not a plain literal"
             ) from exc
     return params
+
+
+@cache
+def notebook_groups(nb_path: str) -> dict[str, type]:
+    """The notebook's parameter groups, {parameter: its dataclass}, from the parameters cell's
+    metadata (configs.METADATA_KEY); {} for a notebook of plain parameters only."""
+    declared = _parameters_cell(nb_path).get("metadata", {}).get(configs.METADATA_KEY, {})
+    defaults = notebook_parameters(nb_path)
+    if not isinstance(declared, dict):
+        raise PlanError(f"{nb_path}: metadata {configs.METADATA_KEY} must map a parameter to "
+                        "'package.module:ClassName'")
+    groups = {}
+    for name, path in declared.items():
+        if not isinstance(defaults.get(name), dict):
+            raise PlanError(f"{nb_path}: {configs.METADATA_KEY} names {name!r}, which is not a "
+                            "parameter of the form `name = {...}` (a group's overrides)")
+        try:
+            groups[name] = configs.load_class(str(path))
+        except (ImportError, ValueError) as exc:
+            raise PlanError(f"{nb_path}: parameter {name!r}: {exc}") from exc
+    return groups
+
+
+def full_params(notebook: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Every parameter a run of `notebook` gets: the template's defaults overridden by `params`,
+    each group resolved to every field (what records and summaries read)."""
+    nb_path = str(notebooks_dir() / f"{notebook}.ipynb")
+    values = {**notebook_parameters(nb_path), **params}
+    for name, group in notebook_groups(nb_path).items():
+        values[name] = configs.resolve(group, values[name])
+    return values
+
+
+def _check_value(where: str, key: str, value: Any, default: Any, group: type | None) -> None:
+    """A group's value: known fields of the right types that its dataclass accepts; a plain
+    parameter's: the type of the notebook's default."""
+    if group is None:
+        _check_type(where, key, value, default)
+        return
+    try:
+        configs.build(group, value, f"{where}: {key}")
+    except (TypeError, ValueError) as exc:
+        raise PlanError(str(exc)) from None
 
 
 def _check_type(where: str, key: str, value: Any, default: Any) -> None:
@@ -372,9 +446,8 @@ def _short(value: Any) -> str:
 
 
 def planned_params(profile: str, notebook: str) -> list[dict[str, Any]]:
-    """Every parameter of each run of `notebook` in `profile`'s plan: the template's defaults
-    overridden by the plan's values (what a summary compares its own dose with); [] if none."""
+    """Every parameter of each run of `notebook` in `profile`'s plan (`full_params`: what a
+    summary compares its own dose with); [] if none."""
     if profile not in available_profiles():
         return []
-    defaults = notebook_parameters(str(notebooks_dir() / f"{notebook}.ipynb"))
-    return [{**defaults, **run.params} for run in load_plan(profile).runs if run.notebook == notebook]
+    return [full_params(notebook, run.params) for run in load_plan(profile).runs if run.notebook == notebook]

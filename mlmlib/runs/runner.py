@@ -28,7 +28,7 @@ from mlmlib.atomic import remove_dead_temps, temp_name, without_nan, write_json
 from mlmlib.code_digest import notebook_modules, notebook_version, paper_of
 from mlmlib.paths import project_root, runs_dir, work_dir
 from mlmlib.runs import records
-from mlmlib.runs.plans import Plan, Run, is_summary, load_plan, notebook_parameters, notebooks_dir
+from mlmlib.runs.plans import Plan, Run, full_params, is_summary, load_plan, notebooks_dir
 from mlmlib.runs.records import record_paths
 
 KERNEL = os.environ.get("MLMLIB_KERNEL", "mlmlib")
@@ -384,9 +384,9 @@ def _supersede(profile: str, run: Run, log=print) -> None:
 
 
 def _full_params(run: Run) -> dict:
-    """Every parameter the run used: the notebook's defaults overridden by the plan's values."""
-    defaults = notebook_parameters(str(notebooks_dir() / f"{run.notebook}.ipynb"))
-    return {k: v for k, v in {**defaults, **run.params}.items() if k != "run_dir"}
+    """Every parameter the run used: the notebook's defaults overridden by the plan's values,
+    each parameter group resolved to every field."""
+    return {k: v for k, v in full_params(run.notebook, run.params).items() if k != "run_dir"}
 
 
 def _inputs_digest(profile: str, run: Run, earlier: list[Path]) -> str:

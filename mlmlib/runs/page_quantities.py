@@ -1,0 +1,386 @@
+"""The measured numbers the chapters quote, one registered `quantity` each, by chapter."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+
+from mlmlib.runs.page_quantity import hours, interval, minutes, num, pct, quantity, span
+from mlmlib.runs.records import explode_rows
+from mlmlib.stats import mean_ci
+
+# ----------------------------------------------------------------------------------------------
+# Paper A (cpu): A2 pretraining, A3 fine-tuning, A6 correlations
+
+A3_COLUMNS = {"with": "WITH", "without": "WITHOUT", "scratch": "scratch", "shuffled": "shuffled",
+              "cbow-frozen": "frozen CBOW"}
+
+
+def a3_largest(records: pd.DataFrame) -> pd.DataFrame:
+    """A3's rows at the largest training set without B-D2 examples (where the claims are read)."""
+    rows = explode_rows(records, "rows")
+    rows = rows[rows["bd2_fraction"] == 0]
+    return rows[rows["train_size"] == rows["train_size"].max()]
+
+
+def a3_mean(test_set: str, model: str) -> Callable[[pd.DataFrame], str]:
+    """Mean accuracy of `model` on `test_set` over A3's seeds."""
+    def compute(records):
+        rows = a3_largest(records)
+        return num(rows[(rows["test_set"] == test_set) & (rows["model"] == model)]["accuracy"].mean())
+    return compute
+
+
+for _set, _model in [("B-D1", "with"), ("B-D1", "without"), ("B-D1", "scratch"),
+                     ("B-D1", "cbow-frozen"), ("A-D1", "with"), ("A-D1", "shuffled"),
+                     ("A-D2", "without"), ("A-D2", "scratch")]:
+    quantity(f"a3_{_set.lower().replace('-', '')}_{_model.replace('-', '_')}",
+             "A3_synthetic_finetune", "metrics.rows[*].accuracy",
+             f"{A3_COLUMNS[_model]}'s mean {_set} accuracy over seeds, largest training set"
+             )(a3_mean(_set, _model))
+
+
+@quantity("a3_bd1_majority", "A3_synthetic_finetune", "metrics.rows[*].prior",
+          "B-D1's majority-class accuracy (its test set is fixed by the language seed)")
+def _(records):
+    rows = a3_largest(records)
+    return num(rows[rows["test_set"] == "B-D1"]["prior"].mean())
+
+
+@quantity("a2_final_loss_max", "A2_synthetic_pretrain", "metrics.final_loss",
+          "the highest final MLM loss of any A2 run (both corpora, every seed)")
+def _(records):
+    return num(records["final_loss"].max(), 2)
+
+
+@quantity("a2_unigram_loss", "A2_synthetic_pretrain", "metrics.unigram_loss",
+          "the unigram model's loss on A2's corpora (the loss of knowing only token frequencies)")
+def _(records):
+    return num(records["unigram_loss"].mean(), 1)
+
+
+def a2_cosine(corpus: str, pairs: str) -> Callable[[pd.DataFrame], str]:
+    """Mean cosine of A2's input embeddings for `pairs` after pretraining on `corpus`."""
+    def compute(records):
+        mine = records[records["corpus"] == corpus]["embedding_similarity"]
+        return num(pd.Series([e[pairs] for e in mine]).mean(), 2)
+    return compute
+
+
+for _corpus, _pairs in [("mix", "synonyms"), ("shift", "synonyms"), ("mix", "random pairs")]:
+    quantity(f"a2_cos_{_corpus}_{_pairs.split()[0]}", "A2_synthetic_pretrain",
+             "metrics.embedding_similarity",
+             f"mean cosine of the input embeddings of {_pairs} after pretraining on {_corpus}"
+             )(a2_cosine(_corpus, _pairs))
+
+
+def a6_judged(records: pd.DataFrame) -> pd.DataFrame:
+    """A6's judged correlation cells."""
+    cells = explode_rows(records, "correlations")
+    return cells[cells["judged"].astype(bool)]
+
+
+@quantity("a6_r_range", "A6_real_summary", "metrics.correlations[*].r",
+          "the range of Pearson r over A6's judged cells")
+def _(records):
+    r = a6_judged(records)["r"]
+    return span(num(r.min(), 2), num(r.max(), 2))
+
+
+@quantity("a6_largest_r", "A6_real_summary", "metrics.correlations[*].r, r_low, r_high",
+          "the largest |r| of A6's judged cells with its 95% bootstrap interval")
+def _(records):
+    cells = a6_judged(records)
+    top = cells.loc[cells["r"].abs().idxmax()]
+    return f"{num(top['r'])} [{num(top['r_low'])}, {num(top['r_high'])}]"
+
+
+@quantity("a6_cells", "A6_real_summary", "metrics.correlations[*].judged",
+          "how many of A6's cells were judged, of how many")
+def _(records):
+    cells = explode_rows(records, "correlations")
+    return f"{int(cells['judged'].astype(bool).sum())} of {len(cells)}"
+
+
+# ----------------------------------------------------------------------------------------------
+# The base MLM (cpu): MiniLM with its head fitted here
+
+
+@quantity("base_head_accuracy", "base_model", "metrics.accuracy.mean",
+          "the base MLM's accuracy on masked pieces of held-out text")
+def _(records):
+    return pct(records["accuracy"].iloc[0]["mean"])
+
+
+@quantity("base_unigram_accuracy", "base_model", "metrics.unigram_accuracy.mean",
+          "the same accuracy for always predicting the commonest piece")
+def _(records):
+    return pct(records["unigram_accuracy"].iloc[0]["mean"])
+
+
+# ----------------------------------------------------------------------------------------------
+# Paper B (cpu): B1's training logs and downstream rows
+
+
+def b1_training(records: pd.DataFrame, objective: str = "electra") -> pd.DataFrame:
+    """B1's logging windows of one objective's arms."""
+    rows = explode_rows(records, "training")
+    return rows[rows["objective"] == objective]
+
+
+def b1_downstream(records: pd.DataFrame) -> pd.DataFrame:
+    """B1's downstream rows."""
+    return explode_rows(records, "downstream")
+
+
+def b1_wordnet(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows of arms that correct with WordNet's table (every arm but the '@' ones)."""
+    return rows[~rows["arm"].str.contains("@")]
+
+
+@quantity("b1_disc_replaced", "B1_true_negatives_pretrain",
+          "metrics.training[*].disc_acc_replaced",
+          "the discriminator's highest accuracy on replaced tokens in any ELECTRA logging window")
+def _(records):
+    return num(b1_training(records)["disc_acc_replaced"].max())
+
+
+@quantity("b1_disc_original", "B1_true_negatives_pretrain",
+          "metrics.training[*].disc_acc_original",
+          "the discriminator's lowest accuracy on original tokens in any ELECTRA logging window")
+def _(records):
+    return num(b1_training(records)["disc_acc_original"].min())
+
+
+@quantity("b1_windows", "B1_true_negatives_pretrain", "metrics.training[*]",
+          "how many ELECTRA logging windows B1 recorded (arms x seeds x windows)")
+def _(records):
+    return str(len(b1_training(records)))
+
+
+@quantity("b1_injected", "B1_true_negatives_pretrain", "metrics.training[*].fn_rate_masked",
+          "the share of masked tokens whose ELECTRA sample is a WordNet synonym (mean of windows)")
+def _(records):
+    return pct(b1_wordnet(b1_training(records))["fn_rate_masked"].mean())
+
+
+@quantity("b1_injected_range", "B1_true_negatives_pretrain",
+          "metrics.training[*].fn_rate_masked",
+          "the same share's range over logging windows")
+def _(records):
+    rate = b1_wordnet(b1_training(records))["fn_rate_masked"]
+    return span(pct(rate.min()), pct(rate.max()))
+
+
+@quantity("b1_glove_found", "B1_true_negatives_pretrain", "metrics.training[*].fn_rate_masked",
+          "the share of masked tokens that GloVe's neighbour table calls false negatives")
+def _(records):
+    rows = b1_training(records)
+    return pct(rows[rows["arm"].str.contains("@")]["fn_rate_masked"].mean())
+
+
+@quantity("b1_mlm_fn", "B1_true_negatives_pretrain", "metrics.training[*].fn_rate_masked",
+          "the share of the MLM arms' masked tokens predicted as a WordNet synonym")
+def _(records):
+    return pct(b1_training(records, "mlm")["fn_rate_masked"].mean(), 2)
+
+
+@quantity("b1_majority", "B1_true_negatives_pretrain", "metrics.tasks[*].majority_accuracy",
+          "the gloss-category test set's majority-class accuracy")
+def _(records):
+    return num(explode_rows(records, "tasks")["majority_accuracy"].mean())
+
+
+def b1_arm_means(records: pd.DataFrame) -> pd.Series:
+    """Each B1 arm's mean test accuracy over seeds."""
+    return b1_downstream(records).groupby("arm")["test_accuracy"].mean()
+
+
+@quantity("b1_scratch", "B1_true_negatives_pretrain", "metrics.downstream[*].test_accuracy",
+          "the randomly initialised encoder's test accuracy (mean over seeds)")
+def _(records):
+    return num(b1_arm_means(records)["scratch"])
+
+
+@quantity("b1_electra", "B1_true_negatives_pretrain", "metrics.downstream[*].test_accuracy",
+          "the range of the ELECTRA arms' mean test accuracy")
+def _(records):
+    means = b1_arm_means(records)
+    means = means[means.index.str.startswith("electra/")]
+    return span(num(means.min()), num(means.max()))
+
+
+@quantity("b1_mlm", "B1_true_negatives_pretrain", "metrics.downstream[*].test_accuracy",
+          "the range of the MLM arms' mean test accuracy")
+def _(records):
+    means = b1_arm_means(records)
+    means = means[means.index.str.startswith("mlm/")]
+    return span(num(means.min()), num(means.max()))
+
+
+@quantity("b1_electra_none_seeds", "B1_true_negatives_pretrain",
+          "metrics.downstream[*].test_accuracy",
+          "the uncorrected ELECTRA arm's test accuracy, lowest to highest seed")
+def _(records):
+    rows = b1_downstream(records)
+    acc = rows[rows["arm"] == "electra/none"]["test_accuracy"]
+    return span(num(acc.min()), num(acc.max()))
+
+
+@quantity("b1_drop_electra", "B1_true_negatives_pretrain",
+          "metrics.downstream[*].robustness_drop",
+          "the uncorrected ELECTRA arm's accuracy drop under synonym substitution (mean)")
+def _(records):
+    rows = b1_downstream(records)
+    return num(rows[rows["arm"] == "electra/none"]["robustness_drop"].mean())
+
+
+@quantity("b1_drop_mlm", "B1_true_negatives_pretrain", "metrics.downstream[*].robustness_drop",
+          "the uncorrected MLM arm's accuracy drop under synonym substitution (mean)")
+def _(records):
+    rows = b1_downstream(records)
+    return num(rows[rows["arm"] == "mlm/none"]["robustness_drop"].mean())
+
+
+@quantity("b1_mlm_equal", "B1_true_negatives_pretrain", "metrics.downstream[*].test_accuracy",
+          "on how many seeds the MLM arms with and without shield score the same")
+def _(records):
+    acc = b1_downstream(records).pivot_table(index="seed", columns="arm", values="test_accuracy")
+    return f"{int((acc['mlm/shield'] == acc['mlm/none']).sum())} of {len(acc)}"
+
+
+@quantity("b1_swaps", "B1_true_negatives_pretrain", "metrics.tasks[*].substituted_per_example",
+          "words swapped per test gloss by the robustness test")
+def _(records):
+    return num(explode_rows(records, "tasks")["substituted_per_example"].mean(), 2)
+
+
+@quantity("b1_changed", "B1_true_negatives_pretrain", "metrics.tasks[*].examples_changed",
+          "the share of test glosses that the robustness test changes")
+def _(records):
+    return pct(explode_rows(records, "tasks")["examples_changed"].mean(), 0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Paper C (cpu): C1's masking rates, C2's accuracies
+
+
+def c2_accuracy(records: pd.DataFrame) -> pd.DataFrame:
+    """C2's test accuracy, one row per seed and one column per arm."""
+    rows = explode_rows(records, "rows", keep=["run_id"])
+    return rows.pivot_table(index="seed", columns="arm", values="accuracy")
+
+
+for _arm in ("scratch", "none", "random", "exponential"):
+    quantity(f"c2_{_arm}", "C2_selective_mlm", "metrics.rows[*].accuracy",
+             f"the {_arm} arm's test accuracy, mean and 95% interval over seeds"
+             )(lambda records, arm=_arm: interval(c2_accuracy(records)[arm]))
+
+
+@quantity("c2_majority", "C2_selective_mlm", "metrics.majority_accuracy",
+          "the test set's majority-class accuracy")
+def _(records):
+    return num(records["majority_accuracy"].mean())
+
+
+@quantity("c2_seed_range", "C2_selective_mlm", "metrics.rows[*].accuracy",
+          "the pretrained arms' test accuracy, lowest to highest single seed")
+def _(records):
+    acc = c2_accuracy(records).drop(columns="scratch")
+    return span(num(acc.min().min()), num(acc.max().max()))
+
+
+@quantity("c2_over_scratch", "C2_selective_mlm", "metrics.rows[*].accuracy",
+          "how far the pretrained arms' mean accuracy lies above scratch's (range over arms)")
+def _(records):
+    means = c2_accuracy(records).mean()
+    gain = means.drop("scratch") - means["scratch"]
+    return span(num(gain.min()), num(gain.max()))
+
+
+@quantity("c2_paired_sd", "C2_selective_mlm", "metrics.rows[*].accuracy",
+          "the standard deviation over seeds of exponential - random")
+def _(records):
+    acc = c2_accuracy(records)
+    return num((acc["exponential"] - acc["random"]).std(ddof=1), 4)
+
+
+@quantity("c2_half_width", "C2_selective_mlm", "metrics.rows[*].accuracy",
+          "the half-width of the 95% interval of exponential - random")
+def _(records):
+    acc = c2_accuracy(records)
+    ci = mean_ci(list(acc["exponential"] - acc["random"]))
+    return num((ci.high - ci.low) / 2, 4)
+
+
+@quantity("c1_rate_gap", "C1_task_scores", "metrics.max_rate_gap_points",
+          "the largest gap between an arm's realised masking rate and its target, in points")
+def _(records):
+    return num(records["max_rate_gap_points"].max(), 2)
+
+
+@quantity("c1_overhead", "C1_task_scores", "metrics.max_overhead",
+          "the largest extra cost of drawing selective masks, as a share of a training step")
+def _(records):
+    return pct(records["max_overhead"].max(), 3)
+
+
+def c1_vader_example(records: pd.DataFrame, word: str) -> pd.Series:
+    """C1's example row of `word` under the VADER list."""
+    rows = explode_rows(records, "examples", keep=["word_list"])
+    return rows[(rows["word_list"] == "vader") & (rows["word"] == word)].iloc[0]
+
+
+@quantity("c1_exp_great", "C1_task_scores", "metrics.examples[*].exponential",
+          "exponential masking's probability for 'great' (a VADER list word)")
+def _(records):
+    return num(c1_vader_example(records, "great")["exponential"], 2)
+
+
+@quantity("c1_exp_the", "C1_task_scores", "metrics.examples[*].exponential",
+          "exponential masking's probability for 'the'")
+def _(records):
+    return num(c1_vader_example(records, "the")["exponential"], 2)
+
+
+@quantity("c1_score_the", "C1_task_scores", "metrics.examples[*].score",
+          "the task score of 'the' under the VADER list")
+def _(records):
+    return num(c1_vader_example(records, "the")["score"], 2)
+
+
+# ----------------------------------------------------------------------------------------------
+# The cpu batch as a whole (every record of the profile)
+
+
+@quantity("cpu_runs", "*", "one record per run", "how many runs the cpu profile's records hold")
+def _(records):
+    return str(len(records))
+
+
+@quantity("cpu_core_time", "*", "wall_time_s", "the cpu runs' wall times added up")
+def _(records):
+    return f"{records['wall_time_s'].sum():,.0f} s ({hours(records['wall_time_s'].sum())})"
+
+
+@quantity("cpu_two_cores", "*", "wall_time_s",
+          "the batch's time on two cores: its core time plus B2's, whose run leaves a core idle, "
+          "halved")
+def _(records):
+    alone = records[records["notebook"] == "B2_true_negatives_overhead"]["wall_time_s"].sum()
+    return hours((records["wall_time_s"].sum() + alone) / 2)
+
+
+@quantity("cpu_commits", "*", "git_sha", "the commits whose code made the cpu records")
+def _(records):
+    return ", ".join(sorted(records["git_sha"].str[:7].unique()))
+
+
+@quantity("cpu_longest", "*", "wall_time_s", "the notebooks with the longest runs, time per run")
+def _(records):
+    times = records.groupby("notebook")["wall_time_s"].agg(["min", "max", "count"])
+    times = times.sort_values("max", ascending=False).head(7)
+    runs = [f"{nb} {span(minutes(t['min']), minutes(t['max']))}"
+            + (f" ({int(t['count'])} runs)" if t["count"] > 1 else "") for nb, t in times.iterrows()]
+    return "; ".join(runs)
