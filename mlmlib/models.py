@@ -405,38 +405,78 @@ def _load_part(model: nn.Module, state: dict, prefix: str, what: str) -> None:
                          f"missing {missing[:5]}, unexpected {unexpected[:5]}")
 
 
-# ---- final weights: safetensors + config JSON, for a pretrained base shared across runs ----
+# ---- final weights in the ecosystem's format: transformers' save_pretrained folders ----
+#
+# A transformers model is saved with `save_pretrained` (config.json + model.safetensors, and the
+# tokenizer's files when one is given), so `from_pretrained` and the Auto classes load it. Our
+# ElectraPair is no transformers model: each half is saved as its own, in the subfolders below,
+# and load_model ties their embeddings again.
 
+PAIR_PARTS = ("generator", "discriminator")
+CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
-CONFIG = "mlmlib_model.json"
+OLD_CONFIG = "mlmlib_model.json"  # what mlmlib's earlier format wrote beside its weights
 
 
 def saved_files(folder: str = "model") -> tuple[str, ...]:
-    """The files save_model writes into `folder` (relative): what a complete saved model holds."""
-    return (f"{folder}/{CONFIG}", f"{folder}/{WEIGHTS}")
+    """What a complete saved model is (relative): its folder, which save_model writes whole and then
+    renames into place (the cache checks that each weights file under it opens)."""
+    return (folder,)
 
 
-def save_model(model: nn.Module, path: str | Path) -> Path:
-    """Save weights (safetensors) and what is needed to rebuild the model (JSON), atomically."""
-    from safetensors.torch import save_model as st_save
+@contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """Hide transformers' progress bars and notices while saving or loading: every page would
+    show a "Loading weights" bar for each model it loads."""
+    from transformers.utils import logging
 
-    from mlmlib.atomic import atomic_path, write_json
+    verbosity, bars = logging.get_verbosity(), logging.is_progress_bar_enabled()
+    logging.set_verbosity_error()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(verbosity)
+        if bars:
+            logging.enable_progress_bar()
 
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
+
+def save_model(model: nn.Module, path: str | Path, tokenizer=None) -> Path:
+    """Save a transformers model (or each half of an ElectraPair) with `save_pretrained`, with
+    `tokenizer` beside it when given, so transformers' `from_pretrained` loads it.
+
+    Atomic: the folder is written under a temporary name and renamed into place, so a run killed
+    while saving leaves no half-written model (and an earlier one at `path` is replaced whole).
+    """
+    import os
+    import shutil
+
+    from mlmlib.atomic import remove_dead_temps, temp_name
+
     if isinstance(model, ElectraPair):
-        meta = {
-            "kind": "electra_pair",
-            "generator": model.generator.config.to_dict(),
-            "discriminator": model.discriminator.config.to_dict(),
-        }
+        parts = {part: getattr(model, part) for part in PAIR_PARTS}
     elif isinstance(model, PreTrainedModel):
-        meta = {"kind": type(model).__name__, "config": model.config.to_dict()}
+        parts = {"": model}
     else:
         raise TypeError(f"save_model needs a transformers model or ElectraPair, got {type(model).__name__}")
-    with atomic_path(path / WEIGHTS) as tmp:
-        st_save(model, str(tmp))  # handles the tied (shared) tensors
-    write_json(path / CONFIG, meta)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_dead_temps(path)
+    tmp, old = temp_name(path), temp_name(path, "replaced")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        with quiet_transformers():
+            for part, half in parts.items():
+                half.save_pretrained(tmp / part)
+                if tokenizer is not None:
+                    tokenizer.save_pretrained(tmp / part)
+        if path.exists():  # a folder cannot be renamed onto another: the earlier one steps aside
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(path, old)
+        os.replace(tmp, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
     return path
 
 
@@ -454,46 +494,66 @@ _CLASSES = {
 }
 
 
+def _check_format(path: Path) -> None:
+    """Refuse a folder of mlmlib's earlier format rather than read it as the new one."""
+    if (path / OLD_CONFIG).exists():
+        raise ValueError(
+            f"{path}: saved in mlmlib's earlier model format ({OLD_CONFIG}), which save_model no longer "
+            "writes; rebuild it (cached models are rebuilt by the run that needs them)")
+
+
+def _is_pair(path: Path) -> bool:
+    return all((path / part / CONFIG).exists() for part in PAIR_PARTS)
+
+
 def load_state(path: str | Path) -> dict[str, torch.Tensor]:
-    """Read the raw weights a `save_model` folder holds."""
+    """Read the raw weights of a `save_model` folder (a pair's under "generator." and
+    "discriminator.", as in its state dict), or of one safetensors file."""
     from safetensors.torch import load_file
 
     path = Path(path)
-    file = path / WEIGHTS if path.is_dir() else path
-    if not file.exists():
-        raise FileNotFoundError(f"{file}: no saved weights (write them with save_model)")
-    return load_file(str(file))
+    if path.is_dir():
+        _check_format(path)
+        if _is_pair(path):
+            return {f"{part}.{k}": v for part in PAIR_PARTS for k, v in load_state(path / part).items()}
+        path = path / WEIGHTS
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no saved weights (write them with save_model)")
+    return load_file(str(path))
 
 
 def load_model(path: str | Path) -> nn.Module:
-    """Rebuild a model saved by `save_model` and load its weights."""
+    """Load a model saved by `save_model`: a transformers model, or an ElectraPair from its halves.
+
+    It comes back in training mode, as a freshly built model does (from_pretrained's default is
+    evaluation mode): the callers that evaluate switch modes themselves.
+    """
+    path = Path(path)
+    _check_format(path)
+    if _is_pair(path):
+        model: nn.Module = ElectraPair(*(_from_pretrained(path / part) for part in PAIR_PARTS))
+    elif (path / CONFIG).exists():
+        model = _from_pretrained(path)
+    else:
+        raise FileNotFoundError(f"{path}: not a folder written by save_model (no {CONFIG})")
+    return model.train()
+
+
+def _from_pretrained(folder: Path) -> PreTrainedModel:
+    """The class the folder's config names (its `architectures`), loaded with SDPA attention."""
     import json
 
-    from safetensors.torch import load_model as st_load
-
-    path = Path(path)
-    meta_file = path / CONFIG
-    if not meta_file.exists():
-        raise FileNotFoundError(f"{meta_file}: not a folder written by save_model")
-    meta = json.loads(meta_file.read_text())
-    if meta["kind"] == "electra_pair":
-        gen = ElectraForMaskedLM(_config(ElectraConfig, meta["generator"]))
-        disc = ElectraForPreTraining(_config(ElectraConfig, meta["discriminator"]))
-        model: nn.Module = ElectraPair(gen, disc)
-    elif meta["kind"] in _CLASSES:
-        cls = _CLASSES[meta["kind"]]
-        model = cls(_config(cls.config_class, meta["config"]))
-    else:
-        raise ValueError(f"{meta_file}: unknown model kind {meta['kind']!r}")
-    st_load(model, str(path / WEIGHTS), strict=True)
+    names = json.loads((folder / CONFIG).read_text()).get("architectures") or []
+    known = [name for name in names if name in _CLASSES]
+    if not known:
+        raise ValueError(f"{folder}: model class {names} is none of mlmlib's {sorted(_CLASSES)}")
+    with quiet_transformers():  # quiet, so strict here: every weight must match, as before
+        model, info = _CLASSES[known[0]].from_pretrained(str(folder), attn_implementation=ATTENTION,
+                                                         output_loading_info=True)
+    wrong = {kind: keys for kind, keys in info.items() if keys}
+    if wrong:
+        raise ValueError(f"{folder}: its weights do not match {known[0]}: {wrong}")
     return model
-
-
-def _config(cls, values: dict):
-    """Rebuild a config from its dict, keeping SDPA attention."""
-    config = cls.from_dict(values)
-    config._attn_implementation = ATTENTION
-    return config
 
 
 def describe(model: nn.Module) -> dict:

@@ -11,6 +11,8 @@ from pathlib import Path
 import torch
 from transformers import PreTrainedTokenizerFast
 
+from mlmlib import minilm_package
+
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 _EMBEDDED = re.compile(r"^embedded-wordpiece-(\d+)k$")
 HUB_TOKENIZERS = ("bert-base-uncased", "google/electra-small-discriminator", "google/electra-base-discriminator")
@@ -145,10 +147,8 @@ def load_tokenizer(name: str = "embedded-wordpiece-8k"):
         config = {"kind": "embedded-wordpiece", "bundle": _embedded_corpus_key(vocab_size)}
         return _cached(config, lambda: _train(list(load_corpus("embedded-english")["train"]["text"]),
                                               vocab_size, MIN_FREQUENCY))
-    if name == "minilm-l6":  # bert-base-uncased's vocabulary, shipped with the MiniLM package
-        from mlmlib.minilm import minilm_tokenizer
-
-        return minilm_tokenizer()
+    if name == minilm_package.NAME:  # bert-base-uncased's vocabulary, shipped with the MiniLM package
+        return minilm_package.minilm_tokenizer()
     if name in HUB_TOKENIZERS or "/" in name:
         from transformers import AutoTokenizer
 
@@ -194,3 +194,10 @@ def encode(
         out["token_type_ids"] = enc["token_type_ids"]
     out["word_ids"] = word_ids
     return out
+
+
+def encode_corpus(tokenizer, texts: list[str], max_length: int) -> dict:
+    """Tokenize texts into the tensors the training core takes (shorter-than-2-token rows dropped)."""
+    data = encode(tokenizer, texts, max_length=max_length)
+    keep = data["attention_mask"].sum(1) > 3  # [CLS] w w [SEP] at least
+    return {k: v[keep] for k, v in data.items()}

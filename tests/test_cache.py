@@ -103,3 +103,31 @@ def test_unreadable_weights_are_set_aside_and_rebuilt(tmp_path, monkeypatch):
     weights.write_bytes(weights.read_bytes()[:200])  # half-written by a disk or a copy
     again = cache.cached("model", {"size": 7}, build, code_of=HERE, expect=("model.safetensors",))
     assert again == folder and weights.stat().st_size > 4000
+
+
+def test_a_saved_model_folder_is_complete_only_with_readable_weights(tmp_path, monkeypatch):
+    """`expect` may name a folder (mlmlib.models.saved_files): a damaged weights file anywhere
+    under it, or no weights at all, sets the entry aside for a rebuild."""
+    import torch
+    from safetensors.torch import save_file
+
+    monkeypatch.setenv("MLMLIB_WORK", str(tmp_path))
+    builds = []
+
+    def build(folder):
+        builds.append(folder)
+        for half in ("generator", "discriminator"):
+            (folder / "model" / half).mkdir(parents=True)
+            save_file({"w": torch.ones(1000)}, str(folder / "model" / half / "model.safetensors"))
+
+    folder = cache.cached("model", {"size": 8}, build, code_of=HERE, expect=("model",))
+    assert cache.cached("model", {"size": 8}, build, code_of=HERE, expect=("model",)) == folder
+    assert len(builds) == 1
+    weights = folder / "model" / "discriminator" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:200])
+    cache.cached("model", {"size": 8}, build, code_of=HERE, expect=("model",))
+    assert len(builds) == 2 and weights.stat().st_size > 4000
+    for half in ("generator", "discriminator"):
+        (folder / "model" / half / "model.safetensors").unlink()  # a folder without weights
+    cache.cached("model", {"size": 8}, build, code_of=HERE, expect=("model",))
+    assert len(builds) == 3

@@ -112,31 +112,33 @@ def test_the_minilm_base_through_pretrained_base(tmp_path, monkeypatch):
 
 @needs_package
 def test_paper_b_arms_can_start_from_the_minilm_encoder():
-    from mlmlib.papers.true_negatives import experiment as tn
+    from mlmlib.papers.true_negatives import arm_pretraining
+    from mlmlib.papers.true_negatives.config import Start
 
-    size = tn.encoder_size("minilm-l6", vocab_size=100, hidden=8, layers=1, heads=1, max_len=16)
+    size = arm_pretraining.encoder_size("minilm-l6", vocab_size=100, hidden=8, layers=1, heads=1, max_len=16)
     assert (size.vocab_size, size.hidden, size.layers, size.heads, size.max_len) == (30522, 384, 6, 12, 512)
     shipped = minilm.untrained_mlm().bert.encoder.layer[5].output.dense.weight
-    pair = tn.build_model("electra", size, 0.25, seed=0, start=tn.Start("minilm-l6"))
+    pair = arm_pretraining.build_model("electra", size, 0.25, seed=0, start=Start("minilm-l6"))
     assert torch.equal(pair.discriminator.electra.encoder.layer[5].output.dense.weight, shipped)
     assert pair.generator.config.hidden_size == 96
-    mlm = tn.build_model("mlm", size, 0.25, seed=0, start=tn.Start("minilm-l6"))
+    mlm = arm_pretraining.build_model("mlm", size, 0.25, seed=0, start=Start("minilm-l6"))
     assert torch.equal(mlm.bert.encoder.layer[5].output.dense.weight, shipped)
-    again = tn.build_model("mlm", size, 0.25, seed=0, start=tn.Start("minilm-l6"))
+    again = arm_pretraining.build_model("mlm", size, 0.25, seed=0, start=Start("minilm-l6"))
     assert torch.equal(mlm.cls.predictions.transform.dense.weight,
                        again.cls.predictions.transform.dense.weight)  # the fresh head follows the seed
-    assert tn.encoder_size("scratch", vocab_size=100, hidden=8, layers=1, heads=1, max_len=16).hidden == 8
+    assert arm_pretraining.encoder_size("scratch", vocab_size=100, hidden=8, layers=1, heads=1, max_len=16).hidden == 8
 
 
 @needs_package
 def test_paper_b_generator_can_be_the_base_masked_lm_with_its_fitted_head(tmp_path, monkeypatch):
-    from mlmlib.papers.true_negatives import experiment as tn
+    from mlmlib.papers.true_negatives import arm_pretraining
+    from mlmlib.papers.true_negatives.config import Start
     from mlmlib.pretrain import masked_lm_logits
 
     monkeypatch.setenv("MLMLIB_WORK", str(tmp_path))
-    start = tn.Start("minilm-l6", "base", base_steps=1, base_max_sentences=64, base_max_length=16)
-    fitted = tn.base_mlm(start).eval()  # the base model page's head, fitted (one step here)
-    pair = tn.build_model("electra", None, 0.25, seed=0, start=start)
+    start = Start("minilm-l6", "base", base_steps=1, base_max_sentences=64, base_max_length=16)
+    fitted = arm_pretraining.base_mlm(start).eval()  # the base model page's head, fitted (one step here)
+    pair = arm_pretraining.build_model("electra", None, 0.25, seed=0, start=start)
     assert pair.generator.config.hidden_size == 384 and pair.generator_encoder_frozen
     ids = torch.tensor([[101, 1996, 4937, 2938, 1012, 102]])
     masked = torch.zeros_like(ids, dtype=torch.bool)
@@ -145,17 +147,17 @@ def test_paper_b_generator_can_be_the_base_masked_lm_with_its_fitted_head(tmp_pa
         same = torch.allclose(masked_lm_logits(pair.generator.eval(), ids, None, masked),
                               masked_lm_logits(fitted, ids, None, masked), atol=1e-5)
     assert same  # ELECTRA's generator predicts what the fitted masked LM predicts
-    mlm = tn.build_model("mlm", None, 0.25, seed=0, start=start)
+    mlm = arm_pretraining.build_model("mlm", None, 0.25, seed=0, start=start)
     assert torch.equal(mlm.cls.predictions.transform.dense.weight, fitted.cls.predictions.transform.dense.weight)
     assert all(p.requires_grad for p in mlm.parameters())  # the MLM arms train the whole model
 
 
 def test_paper_b_bases_are_checked_with_their_tokenizer():
-    from mlmlib.papers.true_negatives import experiment as tn
+    from mlmlib.papers.true_negatives import arm_pretraining
 
-    tn.check_base("scratch", "embedded-wordpiece-8k")
-    tn.check_base("minilm-l6", "minilm-l6")
+    arm_pretraining.check_base("scratch", "embedded-wordpiece-8k")
+    arm_pretraining.check_base("minilm-l6", "minilm-l6")
     with pytest.raises(ValueError, match=r"base='bert'.*scratch"):
-        tn.check_base("bert", "minilm-l6")
+        arm_pretraining.check_base("bert", "minilm-l6")
     with pytest.raises(ValueError, match=r"needs tokenizer='minilm-l6'"):
-        tn.check_base("minilm-l6", "embedded-wordpiece-8k")
+        arm_pretraining.check_base("minilm-l6", "embedded-wordpiece-8k")

@@ -95,9 +95,103 @@ def test_save_load_roundtrip(tmp_path):
     for (k, x), y in zip(pair.state_dict().items(), back.state_dict().values()):
         assert torch.equal(x, y), k
     assert back.generator.generator_lm_head.weight is back.get_input_embeddings().weight
+    assert back.generator.electra.embeddings is back.discriminator.electra.embeddings  # tied again
     mlm = bert_mlm(SIZE, seed=2)
     save_model(mlm, tmp_path / "bert")
-    assert torch.equal(load_model(tmp_path / "bert").cls.predictions.bias, mlm.cls.predictions.bias)
+    loaded = load_model(tmp_path / "bert")
+    assert all(torch.equal(x, y) for x, y in zip(mlm.state_dict().values(), loaded.state_dict().values()))
+    assert loaded.training and loaded.config._attn_implementation == "sdpa"  # as a built model
+
+
+def _tiny_tokenizer():
+    from mlmlib.tokenize import train_wordpiece
+
+    return train_wordpiece(["the cat sat on the mat", "a dog ate the cat food"] * 5, vocab_size=40,
+                           cache=False)
+
+
+def test_saved_models_load_with_transformers_own_classes(tmp_path):
+    from transformers import AutoModel, AutoModelForMaskedLM, AutoModelForPreTraining, AutoTokenizer
+
+    mlm, tokenizer = bert_mlm(SIZE, seed=2), _tiny_tokenizer()
+    save_model(mlm, tmp_path / "bert", tokenizer)
+    theirs = AutoModelForMaskedLM.from_pretrained(tmp_path / "bert")
+    assert type(theirs).__name__ == "BertForMaskedLM"
+    assert all(torch.equal(x, y) for x, y in zip(mlm.state_dict().values(), theirs.state_dict().values()))
+    assert torch.equal(AutoModel.from_pretrained(tmp_path / "bert").embeddings.word_embeddings.weight,
+                       mlm.bert.embeddings.word_embeddings.weight)
+    assert AutoTokenizer.from_pretrained(tmp_path / "bert").get_vocab() == tokenizer.get_vocab()
+
+    pair = electra(SIZE, seed=1)
+    save_model(pair, tmp_path / "pair", tokenizer)
+    halves = {"generator": AutoModelForMaskedLM, "discriminator": AutoModelForPreTraining}
+    for part, auto in halves.items():
+        half = auto.from_pretrained(tmp_path / "pair" / part)
+        ours = getattr(pair, part)
+        assert type(half) is type(ours)
+        assert all(torch.equal(x, y) for x, y in zip(ours.state_dict().values(), half.state_dict().values()))
+        assert AutoTokenizer.from_pretrained(tmp_path / "pair" / part).get_vocab() == tokenizer.get_vocab()
+
+
+def test_a_pairs_weights_and_its_discriminator_read_from_its_folder(tmp_path):
+    from mlmlib.models import load_state
+
+    pair = electra(SIZE, seed=5)
+    save_model(pair, tmp_path / "pair")
+    state = load_state(tmp_path / "pair")
+    assert torch.equal(state["discriminator.electra.encoder.layer.0.output.dense.weight"],
+                       pair.discriminator.electra.encoder.layer[0].output.dense.weight)
+    assert any(k.startswith("generator.generator_predictions.") for k in state)
+    clf = electra_classifier(SIZE, 2, from_encoder=tmp_path / "pair", seed=0)
+    assert torch.equal(clf.electra.encoder.layer[1].attention.self.key.weight,
+                       pair.discriminator.electra.encoder.layer[1].attention.self.key.weight)
+
+
+def test_saving_replaces_a_folder_whole_and_a_failed_save_keeps_the_earlier_one(tmp_path):
+    first, second = bert_mlm(SIZE, seed=1), bert_mlm(SIZE, seed=2)
+    save_model(electra(SIZE, seed=0), tmp_path / "m")  # a pair's folders, then a single model
+    save_model(first, tmp_path / "m")
+    assert not (tmp_path / "m" / "generator").exists()  # nothing of the earlier save is left
+    assert torch.equal(load_model(tmp_path / "m").cls.predictions.bias, first.cls.predictions.bias)
+
+    class Broken:
+        def save_pretrained(self, folder):
+            raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        save_model(second, tmp_path / "m", Broken())
+    assert torch.equal(load_model(tmp_path / "m").bert.embeddings.word_embeddings.weight,
+                       first.bert.embeddings.word_embeddings.weight)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]  # no temporary folder left behind
+    with pytest.raises(TypeError, match="transformers model or ElectraPair"):
+        save_model(torch.nn.Linear(2, 2), tmp_path / "linear")
+
+
+def test_a_folder_of_the_earlier_format_is_refused_not_misread(tmp_path):
+    from safetensors.torch import save_model as st_save
+
+    from mlmlib.models import load_state
+
+    old = tmp_path / "old"
+    old.mkdir()
+    st_save(bert_mlm(SIZE, seed=0), str(old / "model.safetensors"))
+    (old / "mlmlib_model.json").write_text('{"kind": "BertForMaskedLM", "config": {}}')
+    for read in (load_model, load_state):
+        with pytest.raises(ValueError, match="earlier model format"):
+            read(old)
+    with pytest.raises(FileNotFoundError, match="not a folder written by save_model"):
+        load_model(tmp_path)
+
+
+def test_a_saved_model_missing_a_weight_is_refused_not_initialised(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    save_model(bert_mlm(SIZE, seed=0), tmp_path / "m")
+    weights = load_file(str(tmp_path / "m" / "model.safetensors"))
+    del weights["bert.encoder.layer.1.output.dense.bias"]
+    save_file(weights, str(tmp_path / "m" / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(ValueError, match="missing_keys.*layer.1.output.dense.bias"):
+        load_model(tmp_path / "m")
 
 
 def test_classifier_from_encoder(tmp_path):
