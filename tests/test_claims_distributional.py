@@ -1,4 +1,4 @@
-"""Paper A's claims as code: verdicts from small hand-made records, in the one vocabulary of mlmlib.stats."""
+"""Paper A's claims as code: verdicts from small hand-made records, in the one vocabulary of mlmlib.verdicts."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from scorecards import check_card
 
 from mlmlib import stats, verdicts
-from mlmlib.papers.distributional import claims
+from mlmlib.papers.distributional import real_text_claims, synthetic_claims
 from mlmlib.stats import Interval
 
 SIZES = (100, 200, 400)
@@ -50,15 +50,15 @@ PRE = pretraining()
 
 
 def claims_of(frame, pre=PRE, **kw):
-    return claims.claims(frame, pre, **kw)
+    return synthetic_claims.claims(frame, pre, **kw)
 
 
 def scorecard_of(frame, pre=PRE, **kw):
-    return claims.scorecard(frame, pre, **kw)
+    return synthetic_claims.scorecard(frame, pre, **kw)
 
 
 def differences_of(frame, pre=PRE, **kw):
-    return claims.differences(frame, pre, **kw)
+    return synthetic_claims.differences(frame, pre, **kw)
 
 
 def by_claim(table):
@@ -71,27 +71,27 @@ def by_claim(table):
 
 def test_learning_curve_statistics():
     sizes, accs = [100, 200, 400, 800], [0.6, 0.7, 0.8, 0.9]
-    assert claims.examples_needed(sizes, accs, 0.75) == pytest.approx(math.sqrt(200 * 400))
-    assert claims.examples_needed(sizes, accs, 0.5) == 100
-    assert claims.examples_needed(sizes, accs, 0.95) == math.inf
-    assert claims.learning_curve_area(sizes, accs) == pytest.approx(0.75)
-    assert claims.learning_curve_area([100], [0.6]) == pytest.approx(0.6)
-    assert claims.needed_text([100.0, math.inf, 200.0]) == "2/3 seeds reached it"
-    assert "examples (n=3)" in claims.needed_text([100.0, 110.0, 120.0])
+    assert synthetic_claims.examples_needed(sizes, accs, 0.75) == pytest.approx(math.sqrt(200 * 400))
+    assert synthetic_claims.examples_needed(sizes, accs, 0.5) == 100
+    assert synthetic_claims.examples_needed(sizes, accs, 0.95) == math.inf
+    assert synthetic_claims.learning_curve_area(sizes, accs) == pytest.approx(0.75)
+    assert synthetic_claims.learning_curve_area([100], [0.6]) == pytest.approx(0.6)
+    assert synthetic_claims.needed_text([100.0, math.inf, 200.0]) == "2/3 seeds reached it"
+    assert "examples (n=3)" in synthetic_claims.needed_text([100.0, 110.0, 120.0])
 
 
 def test_per_seed_and_paired_align_seeds():
     frame = synthetic_rows(seeds=(0, 1, 2))
-    area = claims.per_seed(frame, "A-D1", 0.0, claims.learning_curve_area)
+    area = synthetic_claims.per_seed(frame, "A-D1", 0.0, synthetic_claims.learning_curve_area)
     assert len(area) == 3 * len(PAPER) and set(area.model) == set(PAPER)
-    a, b = claims.paired(pd.concat([area[(area.model == "with") & (area.seed != 1)],
+    a, b = synthetic_claims.paired(pd.concat([area[(area.model == "with") & (area.seed != 1)],
                                     area[area.model == "without"]]), "with", "without")
     assert len(a) == len(b) == 2 and (a > b).all()
 
 
 def test_claims_reproduced_when_the_runs_say_what_the_paper_says():
     table = claims_of(synthetic_rows(), margin=0.02)
-    assert list(table.columns) == claims.COLUMNS
+    assert list(table.columns) == synthetic_claims.COLUMNS
     assert (table.seeds == 5).all()
     assert [c.split(":")[0] for c in table.claim] == [
         "B-D1 synonym transfer", "Sample efficiency",
@@ -144,7 +144,7 @@ def test_frozen_cbow_is_judged_on_its_own_row():
     assert list(cbow.verdict) == [verdicts.EQUIVALENT, verdicts.REPRODUCED]
     assert cbow.claim.iloc[1].startswith("Control: frozen CBOW embeddings")
     card = check_card(scorecard_of(synthetic_rows(both)))
-    frozen = [r for r in card if r["claim"] == claims.SYNTHETIC_CLAIMS["cbow"] + " (frozen embeddings)"]
+    frozen = [r for r in card if r["claim"] == synthetic_claims.SYNTHETIC_CLAIMS["cbow"] + " (frozen embeddings)"]
     assert len(frozen) == 1 and frozen[0]["effect"].startswith("B-D1 accuracy: CBOW frozen 0.7")
     assert frozen[0]["verdict"] == verdicts.REPRODUCED
 
@@ -156,13 +156,13 @@ def test_comparisons_are_paired_over_seeds():
         return 0.15 * (seed - 2)
 
     frame = synthetic_rows(jitter=shift)
-    b = claims._at(frame, "B-D1", 0.0)
+    b = synthetic_claims._at(frame, "B-D1", 0.0)
     with_, scratch = stats.mean_ci(b[b.model == "with"].value), stats.mean_ci(b[b.model == "scratch"].value)
     assert with_.low < scratch.high  # apart only when paired
-    assert claims.paired_diff(b, "with", "scratch").low > 0.25
+    assert synthetic_claims.paired_diff(b, "with", "scratch").low > 0.25
     assert (claims_of(frame, margin=0.02).verdict == verdicts.REPRODUCED).all()
     # a seed that one arm lacks is left out of its pair
-    assert claims.paired_diff(b[~((b.model == "with") & (b.seed == 4))], "with", "scratch").n == 4
+    assert synthetic_claims.paired_diff(b[~((b.model == "with") & (b.seed == 4))], "with", "scratch").n == 4
 
 
 def test_a_control_inside_the_margin_is_equivalent():
@@ -194,17 +194,17 @@ def _diff(low, high, n=21):
 ])
 def test_a_claim_needing_every_difference_is_judged_by_its_weakest(parts, verdict):
     diffs = {f"d{i}": _diff(low, high) for i, (low, high) in enumerate(parts)}
-    assert claims.all_above_zero(diffs, margin=0.02) == verdict
+    assert synthetic_claims.all_above_zero(diffs, margin=0.02) == verdict
     if len(parts) == 1:
         assert verdict == verdicts.verdict(diffs["d0"], "greater", 0.02)
 
 
 def test_the_weakest_difference_needs_its_seeds():
-    assert claims.all_above_zero({}, margin=0.02) == verdicts.NOT_RESOLVED
+    assert synthetic_claims.all_above_zero({}, margin=0.02) == verdicts.NOT_RESOLVED
     few = {"a": _diff(0.1, 0.2), "b": _diff(0.1, 0.2, n=verdicts.MIN_SEEDS - 1)}
-    assert claims.all_above_zero(few, margin=0.02) == verdicts.NOT_RESOLVED
+    assert synthetic_claims.all_above_zero(few, margin=0.02) == verdicts.NOT_RESOLVED
     nan = {"a": _diff(0.1, 0.2), "b": Interval(float("nan"), float("nan"), float("nan"), 0)}
-    assert claims.all_above_zero(nan, margin=0.02) == verdicts.NOT_RESOLVED
+    assert synthetic_claims.all_above_zero(nan, margin=0.02) == verdicts.NOT_RESOLVED
 
 
 def test_sample_efficiency_insensitive_when_with_learns_no_faster_than_scratch():
@@ -219,7 +219,7 @@ def test_sample_efficiency_insensitive_when_with_learns_no_faster_than_scratch()
 
     rows = synthetic_rows(level, seeds=tuple(range(8)), jitter=noisy_without)
     diffs = differences_of(rows, margin=0.02)
-    efficiency = diffs[diffs.claim == claims.SYNTHETIC_CLAIMS["efficiency"]].set_index("difference")
+    efficiency = diffs[diffs.claim == synthetic_claims.SYNTHETIC_CLAIMS["efficiency"]].set_index("difference")
     parts = {name: verdicts.verdict(Interval(d["mean"], d["low"], d["high"], d["seeds"]), "greater", 0.02)
              for name, d in efficiency.iterrows()}
     assert parts == {"WITH - WITHOUT": verdicts.NOT_RESOLVED, "WITH - scratch": verdicts.EQUIVALENT}
@@ -230,21 +230,21 @@ def test_sample_efficiency_insensitive_when_with_learns_no_faster_than_scratch()
 def test_differences_are_the_intervals_behind_the_verdicts():
     frame = synthetic_rows(fractions=(0.0, 0.5))
     diffs = differences_of(frame, margin=0.02)
-    assert list(diffs.columns) == claims.DIFFERENCE_COLUMNS
+    assert list(diffs.columns) == synthetic_claims.DIFFERENCE_COLUMNS
     # transfer 2, efficiency 2, D2 2 per fraction, shuffled 2, CBOW 1
     assert len(diffs) == 2 + 2 + 2 * 2 + 2 + 1 and (diffs.seeds == 5).all() and (diffs.delta == 0.02).all()
     d2 = diffs[diffs.claim.str.startswith("D2")]
     assert list(d2.direction) == ["at_most", "greater"] * 2
     assert set(diffs.claim) == {r["claim"] for r in scorecard_of(frame, margin=0.02)}
-    b = claims._at(frame, "B-D1", 0.0)
+    b = synthetic_claims._at(frame, "B-D1", 0.0)
     row = diffs[diffs.difference == "CBOW - scratch"].iloc[0]
-    assert row["mean"] == pytest.approx(claims.paired_diff(b, "cbow", "scratch").mean)
+    assert row["mean"] == pytest.approx(synthetic_claims.paired_diff(b, "cbow", "scratch").mean)
     assert differences_of(pd.DataFrame()).empty
 
 
 def test_claims_never_reproduced_without_measurements():
     assert claims_of(pd.DataFrame()).empty
-    assert list(claims_of(pd.DataFrame()).columns) == claims.COLUMNS
+    assert list(claims_of(pd.DataFrame()).columns) == synthetic_claims.COLUMNS
     only = synthetic_rows({"with": PAPER["with"], "scratch": PAPER["scratch"]})
     assert claims_of(only).empty  # every claim needs WITHOUT, shuffled or CBOW as well: left out
     one_seed = claims_of(synthetic_rows(seeds=(0,)))
@@ -255,24 +255,24 @@ def test_claims_never_reproduced_without_measurements():
 
 
 def test_low_correlation_verdict():
-    assert claims.low_correlation_verdict(Interval(0.1, -0.1, 0.3, 100)) == verdicts.REPRODUCED
-    assert claims.low_correlation_verdict(Interval(0.8, 0.7, 0.9, 100)) == verdicts.CONTRADICTED
-    assert claims.low_correlation_verdict(Interval(-0.8, -0.9, -0.7, 100)) == verdicts.CONTRADICTED
-    assert claims.low_correlation_verdict(Interval(0.2, -0.1, 0.6, 100)) == verdicts.NOT_RESOLVED  # overlaps
-    assert claims.low_correlation_verdict(Interval(0.1, -0.1, 0.3, 10)) == verdicts.NOT_RESOLVED  # n < min_n
-    assert claims.low_correlation_verdict(Interval(float("nan"), float("nan"), float("nan"), 100)) == verdicts.NOT_RESOLVED
-    assert claims.low_correlation_verdict(Interval(0.1, -0.1, 0.3, 10), min_n=5) == verdicts.REPRODUCED
+    assert real_text_claims.low_correlation_verdict(Interval(0.1, -0.1, 0.3, 100)) == verdicts.REPRODUCED
+    assert real_text_claims.low_correlation_verdict(Interval(0.8, 0.7, 0.9, 100)) == verdicts.CONTRADICTED
+    assert real_text_claims.low_correlation_verdict(Interval(-0.8, -0.9, -0.7, 100)) == verdicts.CONTRADICTED
+    assert real_text_claims.low_correlation_verdict(Interval(0.2, -0.1, 0.6, 100)) == verdicts.NOT_RESOLVED  # overlaps
+    assert real_text_claims.low_correlation_verdict(Interval(0.1, -0.1, 0.3, 10)) == verdicts.NOT_RESOLVED  # n < min_n
+    assert real_text_claims.low_correlation_verdict(Interval(float("nan"), float("nan"), float("nan"), 100)) == verdicts.NOT_RESOLVED
+    assert real_text_claims.low_correlation_verdict(Interval(0.1, -0.1, 0.3, 10), min_n=5) == verdicts.REPRODUCED
 
 
 def test_correlation_table_per_model_and_template():
     rng = np.random.default_rng(0)
     x = rng.normal(size=200)
-    table = claims.correlation_table({"m": x}, {"same": x + 0.1 * rng.normal(size=200),
+    table = real_text_claims.correlation_table({"m": x}, {"same": x + 0.1 * rng.normal(size=200),
                                                 "noise": rng.normal(size=200)}, n_boot=200)
     assert list(table.template) == ["same", "noise"] and (table.n == 200).all()
     assert list(table.verdict) == [verdicts.CONTRADICTED, verdicts.REPRODUCED]
     with pytest.raises(ValueError, match="at least one template"):
-        claims.correlation_table({"m": x}, {})
+        real_text_claims.correlation_table({"m": x}, {})
 
 
 def a5_record(run="r0", seed=0, n=120, correlated=(), val_accuracy=None, kinds=("word",), min_examples=30):
@@ -294,26 +294,26 @@ def a5_record(run="r0", seed=0, n=120, correlated=(), val_accuracy=None, kinds=(
 
 
 def cells_of(*recs, **kw):
-    return claims.correlation_cells(pd.DataFrame(list(recs)), n_boot=200, priors={"toy": 0.5}, **kw)
+    return real_text_claims.correlation_cells(pd.DataFrame(list(recs)), n_boot=200, priors={"toy": 0.5}, **kw)
 
 
 def card_of(*recs):
     """The real-text scorecard of hand-made A5 records, their controls read from the same records."""
-    return claims.correlation_scorecard(cells_of(*recs), pd.DataFrame(list(recs)))
+    return real_text_claims.correlation_scorecard(cells_of(*recs), pd.DataFrame(list(recs)))
 
 
 def test_correlation_cells_reproduced_and_contradicted():
     low = cells_of(a5_record(), a5_record(run="r1", seed=1))
-    assert len(low) == 2 * 3 and list(low.columns) == claims.CELL_COLUMNS
+    assert len(low) == 2 * 3 and list(low.columns) == real_text_claims.CELL_COLUMNS
     assert (low.verdict == verdicts.REPRODUCED).all() and low.judged.all() and not low.too_few.any()
-    assert list(claims.kind_verdicts(low).verdict) == [verdicts.REPRODUCED]
-    row = claims.correlation_claims(low).iloc[0]
+    assert list(real_text_claims.kind_verdicts(low).verdict) == [verdicts.REPRODUCED]
+    row = real_text_claims.correlation_claims(low).iloc[0]
     assert row.verdict == verdicts.REPRODUCED and row.seeds == 2 and "6 judged cells, 6 low" in row.measured
     assert "our thresholds (parameters; the paper states none)" in row.measured
     high = cells_of(a5_record(), a5_record(run="r1", seed=1, correlated=("ratio 0.5",)))
     assert (high.verdict == verdicts.CONTRADICTED).sum() == 1
-    assert list(claims.kind_verdicts(high).verdict) == [verdicts.CONTRADICTED]
-    assert claims.correlation_claims(high).iloc[0].verdict == verdicts.CONTRADICTED
+    assert list(real_text_claims.kind_verdicts(high).verdict) == [verdicts.CONTRADICTED]
+    assert real_text_claims.correlation_claims(high).iloc[0].verdict == verdicts.CONTRADICTED
 
 
 def test_small_cells_are_left_out_not_judged():
@@ -321,14 +321,14 @@ def test_small_cells_are_left_out_not_judged():
     tracked = a5_record(n=40, kinds=("word", "short-phrase"), correlated=("checkpoint 1",), min_examples=10)
     cells = cells_of(tracked)
     assert sorted(set(cells.kind)) == ["short-phrase", "word"] and (cells.n == 20).all()
-    assert (cells.verdict == claims.TOO_SMALL).all() and cells.too_few.all() and not cells.judged.any()
-    by_kind = claims.kind_verdicts(cells)
+    assert (cells.verdict == real_text_claims.TOO_SMALL).all() and cells.too_few.all() and not cells.judged.any()
+    by_kind = real_text_claims.kind_verdicts(cells)
     assert list(by_kind.verdict) == [verdicts.NOT_RESOLVED] * 2 and list(by_kind.too_small) == [3, 3]
-    assert "left out: 3 cells with too few perturbed inputs" in claims.correlation_claims(cells).iloc[0].measured
+    assert "left out: 3 cells with too few perturbed inputs" in real_text_claims.correlation_claims(cells).iloc[0].measured
     fewer = cells_of(tracked, min_n=10)
     assert (fewer[fewer.model == "checkpoint 1"].verdict == verdicts.CONTRADICTED).all()
     below_run_minimum = cells_of(a5_record(n=120, min_examples=200))  # 120 pairs, but the run asked for 200
-    assert below_run_minimum.too_few.all() and (below_run_minimum.verdict == claims.TOO_SMALL).all()
+    assert below_run_minimum.too_few.all() and (below_run_minimum.verdict == real_text_claims.TOO_SMALL).all()
 
 
 def test_one_verdict_per_task_and_kind():
@@ -342,22 +342,22 @@ def test_one_verdict_per_task_and_kind():
     rec["delta_pred"]["checkpoint 1"] = np.where(long, dd + 0.05 * rng.random(240), reproducible).tolist()
     small = a5_record(run="r1", seed=1, n=20, correlated=("checkpoint 1",), min_examples=5)
     small["task"] = "other"
-    cells = claims.correlation_cells(pd.DataFrame([rec, small]), n_boot=200, priors={"toy": 0.5, "other": 0.5})
-    by_kind = claims.kind_verdicts(cells).set_index(["task", "kind"])
+    cells = real_text_claims.correlation_cells(pd.DataFrame([rec, small]), n_boot=200, priors={"toy": 0.5, "other": 0.5})
+    by_kind = real_text_claims.kind_verdicts(cells).set_index(["task", "kind"])
     assert by_kind.loc[("toy", "word"), "verdict"] == verdicts.REPRODUCED
     assert by_kind.loc[("toy", "long-phrase"), "verdict"] == verdicts.CONTRADICTED
     assert by_kind.loc[("other", "word"), "verdict"] == verdicts.NOT_RESOLVED  # 20 pairs: left out, not judged
     assert by_kind.loc[("other", "word"), "too_small"] == 3 and by_kind.loc[("other", "word"), "judged"] == 0
-    card = check_card(claims.correlation_scorecard(cells, pd.DataFrame([rec, small])))
+    card = check_card(real_text_claims.correlation_scorecard(cells, pd.DataFrame([rec, small])))
     assert [r["verdict"] for r in card] == [verdicts.NOT_RESOLVED, verdicts.CONTRADICTED, verdicts.REPRODUCED]
-    assert card[2]["claim"] == f"{claims.REAL_CLAIM}: toy, word perturbations"
-    assert list(claims.correlation_claims(cells).verdict) == [r["verdict"] for r in card]
+    assert card[2]["claim"] == f"{real_text_claims.REAL_CLAIM}: toy, word perturbations"
+    assert list(real_text_claims.correlation_claims(cells).verdict) == [r["verdict"] for r in card]
 
 
 def test_paper_r_column(monkeypatch):
     cells = cells_of(a5_record())
     assert cells.paper_r.isna().all()  # the note reports no r: the column stays blank
-    monkeypatch.setitem(claims.PAPER_R, ("toy", "word", "{x} [MASK]"), 0.12)
+    monkeypatch.setitem(real_text_claims.PAPER_R, ("toy", "word", "{x} [MASK]"), 0.12)
     assert (cells_of(a5_record()).paper_r == 0.12).all()
 
 
@@ -365,11 +365,11 @@ def test_models_at_chance_are_left_out():
     # the correlated model has not learned (0.515 is not above 0.5 + LEARNED_MARGIN): its cell is excluded
     rec = a5_record(correlated=("ratio 0.5",), val_accuracy={"ratio 0.5": 0.515, "checkpoint 1": 0.53})
     cells = cells_of(rec).set_index("model")
-    assert not cells.loc["ratio 0.5", "learned"] and cells.loc["ratio 0.5", "verdict"] == claims.EXCLUDED
+    assert not cells.loc["ratio 0.5", "learned"] and cells.loc["ratio 0.5", "verdict"] == real_text_claims.EXCLUDED
     assert cells.loc["checkpoint 1", "learned"]
-    assert list(claims.kind_verdicts(cells.reset_index()).verdict) == [verdicts.REPRODUCED]
+    assert list(real_text_claims.kind_verdicts(cells.reset_index()).verdict) == [verdicts.REPRODUCED]
     assert "not above the majority class on validation: ratio 0.5" in \
-        claims.correlation_claims(cells.reset_index()).iloc[0].measured
+        real_text_claims.correlation_claims(cells.reset_index()).iloc[0].measured
     # a stricter margin leaves out checkpoint 1 (0.53) as well
     assert cells_of(rec, margin=0.05).learned.sum() == 1
 
@@ -377,34 +377,34 @@ def test_models_at_chance_are_left_out():
 def test_no_judged_cell_is_never_reproduced():
     chance = {m: 0.5 for m in ("checkpoint 0.5", "checkpoint 1", "ratio 0.5")}
     cells = cells_of(a5_record(val_accuracy=chance))
-    assert not cells.learned.any() and (cells.verdict == claims.EXCLUDED).all()
-    assert list(claims.kind_verdicts(cells).verdict) == [verdicts.NOT_RESOLVED]
-    empty = claims.correlation_cells(pd.DataFrame())
-    assert empty.empty and claims.kind_verdicts(empty).empty
-    row = claims.correlation_claims(empty).iloc[0]
+    assert not cells.learned.any() and (cells.verdict == real_text_claims.EXCLUDED).all()
+    assert list(real_text_claims.kind_verdicts(cells).verdict) == [verdicts.NOT_RESOLVED]
+    empty = real_text_claims.correlation_cells(pd.DataFrame())
+    assert empty.empty and real_text_claims.kind_verdicts(empty).empty
+    row = real_text_claims.correlation_claims(empty).iloc[0]
     assert row.verdict == verdicts.NOT_RESOLVED and row.seeds == 0 and row.interval == "no judged cell"
-    assert claims.final_checkpoint_points(pd.DataFrame()).empty
+    assert real_text_claims.final_checkpoint_points(pd.DataFrame()).empty
 
 
 def test_priors_default_to_the_validation_majority_class(monkeypatch):
     import mlmlib.data
 
     monkeypatch.setattr(mlmlib.data, "load_task", lambda task: {"validation": {"label": [0, 0, 0, 1]}})
-    assert claims.validation_prior("toy") == 0.75
+    assert real_text_claims.validation_prior("toy") == 0.75
     # 0.9 on validation is above 0.75 + margin, 0.76 is not
-    cells = claims.correlation_cells(pd.DataFrame([a5_record(val_accuracy={"ratio 0.5": 0.76})]), n_boot=50)
+    cells = real_text_claims.correlation_cells(pd.DataFrame([a5_record(val_accuracy={"ratio 0.5": 0.76})]), n_boot=50)
     assert dict(zip(cells.model, cells.learned)) == {"checkpoint 0.5": True, "checkpoint 1": True, "ratio 0.5": False}
 
 
 def test_final_checkpoint_points():
     rec = a5_record(n=10, kinds=("word", "long-phrase"))
-    points = claims.final_checkpoint_points(pd.DataFrame([rec]))
+    points = real_text_claims.final_checkpoint_points(pd.DataFrame([rec]))
     assert len(points) == 10 and set(points.kind) == {"word", "long-phrase"}
     word = points[points.kind == "word"]
     assert np.allclose(word["Delta-pred"], np.asarray(rec["delta_pred"]["checkpoint 1"])[::2])
     assert np.allclose(word["Delta-distribution"], np.asarray(rec["delta_distribution"]["{x} [MASK]"])[::2])
     rec["delta_distribution"]["by tag"] = [float("nan")] * 4 + [0.5] * 6  # no tag-matched template for 4
-    assert len(claims.final_checkpoint_points(pd.DataFrame([rec]))) == 10 + 6
+    assert len(real_text_claims.final_checkpoint_points(pd.DataFrame([rec]))) == 10 + 6
 
 
 # ---------------------------------------------------------------- scorecards
@@ -417,7 +417,7 @@ def test_scorecard_matches_the_claim_table():
     assert [r["verdict"] for r in card] == list(table.verdict)
     assert [r["seeds"] for r in card] == list(table.seeds) == [5] * 6
     first = card[0]
-    assert first["claim"] == claims.SYNTHETIC_CLAIMS["transfer"]
+    assert first["claim"] == synthetic_claims.SYNTHETIC_CLAIMS["transfer"]
     assert all(r["delta"] == 0.02 for r in card)  # every claim carries the margin it is judged with
     assert first["effect"].startswith("B-D1 accuracy: WITH 0.85") and "[" in first["effect"]
     d2 = [r for r in card if r["claim"].startswith("D2")]
@@ -436,31 +436,31 @@ def test_scorecard_says_why_a_claim_is_not_judged():
     assert all(r["verdict"] == verdicts.NOT_RESOLVED and r["seeds"] == 1 for r in one)
     assert all("one seed: no interval" in r["effect"] and "not judged: 1 seed" in r["effect"] for r in one)
     nothing = check_card(scorecard_of(pd.DataFrame()))
-    assert [r["claim"] for r in nothing] == list(claims.SYNTHETIC_CLAIMS.values())
+    assert [r["claim"] for r in nothing] == list(synthetic_claims.SYNTHETIC_CLAIMS.values())
     assert all(r["verdict"] == verdicts.NOT_RESOLVED and r["effect"].startswith("not measured") for r in nothing)
     partial = check_card(scorecard_of(synthetic_rows({"with": PAPER["with"], "cbow": PAPER["cbow"],
                                                           "scratch": PAPER["scratch"]})))
-    assert len(partial) == len(claims.SYNTHETIC_CLAIMS)  # every claim has a row, measured or not
+    assert len(partial) == len(synthetic_claims.SYNTHETIC_CLAIMS)  # every claim has a row, measured or not
     assert partial[-1]["verdict"] == verdicts.REPRODUCED and partial[0]["effect"].startswith("not measured")
 
 
 def test_scorecard_table_has_readable_columns():
-    table = claims.scorecard_table(scorecard_of(synthetic_rows()))
+    table = synthetic_claims.scorecard_table(scorecard_of(synthetic_rows()))
     assert list(table.columns) == ["Claim", "Verdict", "Controls", "Effect [95% CI]", "Seeds",
                                    "Dose (ours / paper profile)", "Margin"]
-    assert list(claims.scorecard_table([])) == ["Claim", "Verdict", "Controls", "Effect [95% CI]", "Seeds",
+    assert list(synthetic_claims.scorecard_table([])) == ["Claim", "Verdict", "Controls", "Effect [95% CI]", "Seeds",
                                    "Dose (ours / paper profile)"]
 
 
 def test_ci_text_explains_a_zero_width_interval():
-    assert claims.ci_text(Interval(0.5, 0.5, 0.5, 1)) == "0.500 (one seed: no interval)"
-    assert claims.ci_text(Interval(0.5, 0.5, 0.5, 3)) == "0.500 [0.500, 0.500] (all 3 seeds equal: zero width)"
-    assert claims.ci_text(Interval(0.5, 0.4, 0.6, 3)) == "0.500 [0.400, 0.600]"
-    assert claims.interval_text(0.5, 0.5, 0.5, 1, "repetition") == "0.500 (one repetition: no interval)"
-    assert claims.interval_text(float("nan"), float("nan"), float("nan"), 0) == "not measured"
-    assert claims.ci_text(Interval(0.5, 0.5, 0.5, 1), explain=False) == "0.500"
-    assert claims.needed_text([16.0, 16.0]) == "16.000 [16.000, 16.000] examples (n=2, all equal: zero width)"
-    assert claims.needed_text([16.0]) == "16.000 [16.000, 16.000] examples (n=1, one seed: no interval)"
+    assert synthetic_claims.ci_text(Interval(0.5, 0.5, 0.5, 1)) == "0.500 (one seed: no interval)"
+    assert synthetic_claims.ci_text(Interval(0.5, 0.5, 0.5, 3)) == "0.500 [0.500, 0.500] (all 3 seeds equal: zero width)"
+    assert synthetic_claims.ci_text(Interval(0.5, 0.4, 0.6, 3)) == "0.500 [0.400, 0.600]"
+    assert synthetic_claims.interval_text(0.5, 0.5, 0.5, 1, "repetition") == "0.500 (one repetition: no interval)"
+    assert synthetic_claims.interval_text(float("nan"), float("nan"), float("nan"), 0) == "not measured"
+    assert synthetic_claims.ci_text(Interval(0.5, 0.5, 0.5, 1), explain=False) == "0.500"
+    assert synthetic_claims.needed_text([16.0, 16.0]) == "16.000 [16.000, 16.000] examples (n=2, all equal: zero width)"
+    assert synthetic_claims.needed_text([16.0]) == "16.000 [16.000, 16.000] examples (n=1, one seed: no interval)"
 
 
 def test_scorecard_says_once_why_its_intervals_have_zero_width():
@@ -474,7 +474,7 @@ def test_scorecard_says_once_why_its_intervals_have_zero_width():
 def test_correlation_scorecard():
     low = check_card(card_of(a5_record(), a5_record(run="r1", seed=1)))
     (row,) = low
-    assert row["claim"] == f"{claims.REAL_CLAIM}: toy, word perturbations" and row["verdict"] == verdicts.REPRODUCED
+    assert row["claim"] == f"{real_text_claims.REAL_CLAIM}: toy, word perturbations" and row["verdict"] == verdicts.REPRODUCED
     assert row["seeds"] == 2 and row["delta"] == 0.3 and "6 of 6 judged cells low" in row["effect"]
     assert row["effect"].startswith("largest |r|: r = ") and "our thresholds" in row["effect"]
     high = card_of(a5_record(correlated=("ratio 0.5",)))
@@ -482,7 +482,7 @@ def test_correlation_scorecard():
     chance = {m: 0.5 for m in ("checkpoint 0.5", "checkpoint 1", "ratio 0.5")}
     (unjudged,) = check_card(card_of(a5_record(val_accuracy=chance)))
     assert unjudged["verdict"] == verdicts.NOT_RESOLVED and "not above the majority class" in unjudged["effect"]
-    (empty,) = check_card(claims.correlation_scorecard(claims.correlation_cells(pd.DataFrame())))
+    (empty,) = check_card(real_text_claims.correlation_scorecard(real_text_claims.correlation_cells(pd.DataFrame())))
     assert empty["verdict"] == verdicts.NOT_RESOLVED and empty["effect"].startswith("not measured")
     few = card_of(a5_record(n=40, kinds=("word", "short-phrase"), min_examples=25))
     assert [r["verdict"] for r in few] == [verdicts.NOT_RESOLVED] * 2
@@ -503,7 +503,7 @@ def test_without_a_benefit_to_explain_sample_efficiency_is_insensitive():
 
 @pytest.mark.parametrize("gap, passed", [(0.101, True), (0.099, False)])
 def test_the_synonyms_closer_control_at_its_edge(gap, passed):
-    (control,) = [claims.synonyms_closer(pretraining(0.5 + gap, 0.5), "claim")]
+    (control,) = [synthetic_claims.synonyms_closer(pretraining(0.5 + gap, 0.5), "claim")]
     assert control["passed"] is passed and control["kind"] == verdicts.TOOK
 
 
@@ -528,5 +528,87 @@ def test_a_low_correlation_of_noise_is_insensitive():
     assert row["verdict"] == verdicts.INSENSITIVE and "reproducible" in verdicts.controls_note(row["verdict"], row["controls"])
     still = a5_record()
     still["delta_pred"] = {m: [0.001] * 120 for m in still["delta_pred"]}  # perturbations move nothing
-    controls = claims.correlation_controls(pd.DataFrame([still]), "toy", "word", "claim")
+    controls = real_text_claims.correlation_controls(pd.DataFrame([still]), "toy", "word", "claim")
     assert controls[0]["passed"] is False
+
+
+# ---------------------------------------------------------------- the summary pages' helpers
+
+
+def test_pretraining_tokens_read_the_setup_group_or_flat_records():
+    flat = {"steps": 10, "batch_size": 4, "max_len": 8}
+    assert synthetic_claims.pretraining_tokens(flat) == 320
+    assert synthetic_claims.pretraining_tokens({"setup": {"steps": 10, "batch_size": 4, "max_len": 8}}) == 320
+    assert synthetic_claims.pretraining_tokens({"setup": {}}) == 1000 * 64 * 64  # Setup's defaults
+    assert "tokens of pretraining" in synthetic_claims.dose_text([flat], [{"setup": {"steps": 20}}])
+
+
+def test_base_model_name_reads_the_base_group_or_flat_records():
+    assert real_text_claims.base_model_name({"base": {"name": "minilm-l6"}}) == "minilm-l6"
+    assert real_text_claims.base_model_name({"base": {}}) == "embedded"
+    assert real_text_claims.base_model_name({"base_model": "bert-base-uncased"}) == "bert-base-uncased"
+    records = pd.DataFrame([{"base": float("nan"), "base_model": "minilm-l6"}])  # an older record
+    assert real_text_claims.dose_text(records, [{"base": {"name": "bert-base-uncased"}}]) == \
+        "minilm-l6 / bert-base-uncased"
+    assert real_text_claims.dose_text(records, []) == "minilm-l6 / -"
+
+
+def test_summary_tables_of_the_synthetic_runs():
+    rows = synthetic_rows()
+    mixed = rows[(rows.bd2_fraction == 0.0) & (rows.train_size == rows.train_size.max())].assign(bd2_fraction=0.5)
+    frame = pd.concat([rows, mixed], ignore_index=True)
+    assert synthetic_claims.curve_fractions(frame) == [0.0]  # the mixture ran at one size only
+    largest = synthetic_claims.at_largest_size(frame)
+    assert set(largest.train_size) == {rows.train_size.max()} and set(largest.bd2_fraction) == {0.0, 0.5}
+    assert synthetic_claims.test_sets_run(frame) == [t for t in ("A-D1", "B-D1", "A-D2", "B-D2")
+                                                      if t in set(rows.test_set)]
+    labels = {"with": "WITH (mix)"}
+    efficiency = synthetic_claims.efficiency_table(rows, 0.8, labels)
+    assert "WITH (mix)" in efficiency.index and efficiency.shape[1] == 2
+    design = synthetic_claims.design_table(rows, PRE, margin=0.02, target=0.8)
+    assert list(design.columns)[3] == "difference [95% CI]" and len(design) == len(
+        synthetic_claims.differences(rows, PRE, margin=0.02, target=0.8))
+
+
+def test_seeds_text_says_whether_the_intervals_cover_pretraining():
+    own = pd.DataFrame({"seed": [15, 16, 17], "pretrain_seed": [15, 16, 17]})
+    assert "cover pretraining" in synthetic_claims.seeds_text(own)
+    shared = pd.DataFrame({"seed": [0, 1, 2], "pretrain_seed": [0, 0, 0]})
+    assert "fine-tuning noise only" in synthetic_claims.seeds_text(shared)
+    assert "[0]" in synthetic_claims.seeds_text(pd.DataFrame({"seed": [0, 1]}))  # before the column
+
+
+def test_pretraining_table_shows_what_varies():
+    pre = pd.DataFrame([{"corpus": "mix", "seed": 0, "final_loss": 1.23456, "loss_threshold": 2.5},
+                        {"corpus": "shift", "seed": 0, "final_loss": 2.0, "loss_threshold": 2.5}])
+    table = synthetic_claims.pretraining_table(pre)
+    assert list(table.index) == ["mix", "shift"] and table.loc["mix", "final MLM loss"] == 1.235
+    assert synthetic_claims.pretraining_table(pd.DataFrame()).empty
+
+
+def test_figures_draw_one_panel_per_test_set_and_template():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mlmlib.papers.distributional import figures
+
+    rows = synthetic_rows().assign(prior=0.6, label=lambda f: f.model)
+    fig = figures.learning_curves(rows, ["A-D1", "B-D1"], title="{test_set}!")
+    assert [ax.get_title() for ax in fig.axes] == ["A-D1!", "B-D1!"]
+    assert fig.axes[0].get_legend() is None and fig.axes[1].get_legend() is not None
+    assert any(list(line.get_ydata()) == [0.6, 0.6] for line in fig.axes[0].lines)  # the class prior
+    fig = figures.mixture_bars(rows.assign(bd2_fraction=0.5), ["A-D2"])
+    assert len(fig.axes) == 1
+    points = pd.DataFrame({"Delta-pred": [0.1, 0.2, 0.3, 0.4], "Delta-distribution": [0.3, 0.1, 0.4, 0.2],
+                           "template": ["t1", "t1", "t2", "t2"], "kind": "word", "run": "r"})
+    cells = pd.DataFrame({"template": ["t1", "t1", "t2"], "group": "checkpoint", "value": [0.5, 1.0, 1.0],
+                          "r": [0.9, 0.1, 0.2], "r_low": [0.0, -0.1, 0.0], "r_high": [1.0, 0.3, 0.4],
+                          "task": "sst2", "kind": "word"})
+    fig = figures.delta_scatters(points, cells, columns=3)
+    assert fig.axes[0].get_title() == "t1\nr = 0.10 [-0.10, 0.30]"  # the last checkpoint's r
+    assert not fig.axes[2].axison  # no third template: the panel is blank
+    fig = figures.correlation_trends(cells, r_low=0.3)
+    assert len(fig.axes) == 2 and len(fig.axes[0].lines) >= 1
+    plt.close("all")

@@ -1,20 +1,30 @@
-"""Paper A's synthetic experiment: controls, convergence check, early errors, notebook defaults."""
+"""Paper A's synthetic experiment: controls, convergence check, early errors, parameter groups."""
 
 from __future__ import annotations
 
-from dataclasses import fields
+import dataclasses
+import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
 
+from mlmlib import configs
 from mlmlib.data import synthetic as syn
+from mlmlib.papers.distributional import config as groups
 from mlmlib.papers.distributional import synthetic as dist
 from mlmlib.runs.plans import notebook_parameters, notebooks_dir
 
 TINY = {"n_sets": 12, "n_states": 60, "n_patterns": 2, "pattern_length": 2, "pattern_set_size": 1,
             "corpus_size": 64, "corpus_length": 16, "hidden": 16, "layers": 1, "heads": 2, "max_len": 40,
             "steps": 5, "batch_size": 8}
+
+
+def plain_sweep(**fields) -> dist.Sweep:
+    """A sweep without B-D2 mixtures, unless the test asks for them (Sweep's defaults mix three arms)."""
+    return dist.Sweep(**{"bd2_fractions": [0.0], "bd2_models": None, **fields})
 
 
 @pytest.fixture
@@ -140,7 +150,7 @@ def test_mixture_curves_expand_to_every_train_ratio():
     every_model = dist.Sweep(**{**base, "bd2_models": None}, bd2_curves=True).planned_runs()
     assert len(every_model) == 3 * 9
     with pytest.raises(ValueError, match="bd2_curves must be true"):
-        dist.Sweep(bd2_curves="all").check(dist.Setup(**TINY))
+        plain_sweep(bd2_curves="all")
 
 
 def test_convergence_check_raises_clear_message():
@@ -155,20 +165,20 @@ def test_convergence_check_raises_clear_message():
 def test_sweep_rejects_bad_input_before_training(work):
     setup = dist.Setup(**TINY)
     with pytest.raises(ValueError, match="models must be .*'scratch'"):
-        dist.run_sweep(setup, dist.Sweep(models=["scratch", "bert"]), seed=0)
+        dist.run_sweep(setup, plain_sweep(models=["scratch", "bert"]), seed=0)
     with pytest.raises(ValueError, match="test_sets must be .*'A-D1'"):
-        dist.run_sweep(setup, dist.Sweep(models=["scratch"], test_sets=["C-D3"]), seed=0)
+        dist.run_sweep(setup, plain_sweep(models=["scratch"], test_sets=["C-D3"]), seed=0)
     with pytest.raises(ValueError, match="train_ratios.*larger than the generated pool"):
-        dist.run_sweep(setup, dist.Sweep(models=["scratch"], train_ratios=[0.5, 2.0]), seed=0)
+        dist.run_sweep(setup, plain_sweep(models=["scratch"], train_ratios=[0.5, 2.0]), seed=0)
     with pytest.raises(ValueError, match="bd2_fractions"):
-        dist.run_sweep(setup, dist.Sweep(models=["scratch"], bd2_fractions=[1.5]), seed=0)
+        dist.run_sweep(setup, plain_sweep(models=["scratch"], bd2_fractions=[1.5]), seed=0)
     with pytest.raises(ValueError, match="max_len"):
-        dist.run_sweep(setup, dist.Sweep(models=["scratch"], length=64), seed=0)
+        dist.run_sweep(setup, plain_sweep(models=["scratch"], length=64), seed=0)
     with pytest.raises(ValueError, match="training size"):
         dist.training_set(syn.make_language(setup.language()), 10, 8, 11, 0.0, seed=0)
     # a pretrained arm whose checkpoint was never built: a clear error, nothing trains
     with pytest.raises(FileNotFoundError, match="no MLM pretrained on 'mix'.*A2_synthetic_pretrain"):
-        dist.run_sweep(setup, dist.Sweep(models=["scratch", "with"], length=16), seed=0)
+        dist.run_sweep(setup, plain_sweep(models=["scratch", "with"], length=16), seed=0)
     assert not list(work.rglob("model.safetensors"))
 
 
@@ -182,18 +192,19 @@ def test_pretraining_seed_is_the_page_seed_or_a_given_one():
 def test_sweep_refuses_unconverged_pretrained_model(work):
     setup = dist.Setup(**TINY)
     dist.pretrain_mlm(setup, "shift", progress=False)  # 5 steps: far from converged
+    strict = dataclasses.replace(setup, loss_threshold=0.5)  # the same model: the threshold only judges it
+    assert strict.key("shift") == setup.key("shift")
     with pytest.raises(dist.NotConvergedError, match="'shift' has not converged"):
-        dist.prepare(setup, dist.Sweep(models=["without"], length=16, loss_threshold=0.5))
+        dist.prepare(strict, plain_sweep(models=["without"], length=16))
 
 
 def test_tiny_sweep_rows(work):
-    setup = dist.Setup(**TINY)
+    setup = dist.Setup(**TINY, loss_threshold=100.0)
     dist.pretrain_mlm(setup, "mix", progress=False)
-    sweep = dist.Sweep(models=["scratch", "with", "cbow-frozen"], train_ratios=[0.5, 1.0],
-                       bd2_fractions=[0.0, 0.5], bd2_curves=True, pool_size=32, valid_size=16, test_size=32,
-                       length=16, max_steps=3, eval_every=3, batch_size=8, loss_threshold=100.0,
-                       cbow=dist.CbowConfig(epochs=1))
-    rows = dist.run_sweep(setup, sweep, seed=0, log=None)
+    sweep = plain_sweep(models=["scratch", "with", "cbow-frozen"], train_ratios=[0.5, 1.0],
+                        bd2_fractions=[0.0, 0.5], bd2_curves=True, pool_size=32, valid_size=16, test_size=32,
+                        length=16, max_steps=3, eval_every=3, batch_size=8)
+    rows = dist.run_sweep(setup, sweep, seed=0, cbow=dist.CbowConfig(epochs=1), log=None)
     assert len(rows) == 3 * 2 * 2 * 4
     assert {(r["bd2_fraction"], r["train_ratio"], r["model"]) for r in rows} == set(sweep.planned_runs())
     assert {r["test_set"] for r in rows} == set(syn.TEST_SETS)
@@ -202,17 +213,17 @@ def test_tiny_sweep_rows(work):
 
 
 def test_bd2_models_run_only_at_the_largest_size(work):
-    setup = dist.Setup(**TINY)
+    setup = dist.Setup(**TINY, loss_threshold=100.0)
     dist.pretrain_mlm(setup, "mix", progress=False)
     sweep = dist.Sweep(models=["scratch", "with", "cbow"], train_ratios=[0.5, 1.0], bd2_fractions=[0.0, 0.5],
                        bd2_models=["scratch", "with"], pool_size=32, valid_size=16, test_size=32,
-                       length=16, max_steps=3, eval_every=3, batch_size=8, loss_threshold=100.0)
-    rows = dist.run_sweep(setup, sweep, seed=0, log=None)
+                       length=16, max_steps=3, eval_every=3, batch_size=8)
+    rows = dist.run_sweep(setup, sweep, seed=0, cbow=dist.CbowConfig(epochs=1), log=None)
     mixed = [r for r in rows if r["bd2_fraction"] == 0.5]
     assert {(r["model"], r["train_size"]) for r in mixed} == {("scratch", 32), ("with", 32)}
     assert len(rows) == (3 * 2 + 2) * 4
     with pytest.raises(ValueError, match="bd2_models must be .*from models"):
-        dist.run_sweep(setup, dist.Sweep(models=["scratch"], bd2_models=["with"]), seed=0)
+        dist.run_sweep(setup, plain_sweep(models=["scratch"], bd2_models=["with"]), seed=0)
 
 
 def test_training_set_mixes_bd2_and_is_nested():
@@ -224,58 +235,76 @@ def test_training_set_mixes_bd2_and_is_nested():
     assert np.array_equal(small[:10], big[:10])
 
 
-# ---------------------------------------------------------------- notebook defaults
+# ---------------------------------------------------------------- parameter groups
 
-
-def _passed_to():
-    """Per notebook, {parameter: (dataclass, field)} for each parameter its code passes straight to a field."""
-    from mlmlib.basemodel import BaseModelConfig
-    from mlmlib.finetune import FinetuneConfig
-
-    setup = {f.name: (dist.Setup, f.name) for f in fields(dist.Setup)}
-    sweep = {name: (dist.Sweep, name) for name in ("models", "train_ratios", "test_sets", "pool_size",
-                                                   "valid_size", "test_size", "length", "max_steps",
-                                                   "eval_every", "patience", "loss_threshold")}
-    base = {f"base_{name}": (BaseModelConfig, name) for name in ("steps", "hidden", "layers", "heads",
-                                                                  "max_sentences", "max_length")}
-    return {
-        "A2_synthetic_pretrain": {**{k: v for k, v in setup.items() if k != "pretrain_seed"},
-                                  "seed": (dist.Setup, "pretrain_seed")},
-        "A3_synthetic_finetune": {**setup, **sweep, "ft_lr": (dist.Sweep, "lr"),
-                                  "ft_batch_size": (dist.Sweep, "batch_size"),
-                                  "cbow_window": (dist.CbowConfig, "window"),
-                                  "cbow_epochs": (dist.CbowConfig, "epochs"),
-                                  "cbow_std": (dist.CbowConfig, "std"),
-                                  "bd2_curves": (dist.Sweep, "bd2_curves")},
-        "A5_real_finetune_perturb": {**base, "base_model": (BaseModelConfig, "name"),
-                                     "base_tokenizer": (BaseModelConfig, "tokenizer"),
-                                     "batch_size": (FinetuneConfig, "batch_size"),
-                                     "seed": (FinetuneConfig, "seed")},
-    }
-
-
-# Parameters named like a field they are passed to whose notebook default is knowingly another value.
-DIFFERENT = {
-    # Sweep's default is the plain sweep without B-D2 mixtures; A3's is the smoke experiment's mixture.
-    ("A3_synthetic_finetune", "bd2_fractions"), ("A3_synthetic_finetune", "bd2_models"),
-    # FinetuneConfig's defaults are the core's (the paper recipe); A5's fit its small embedded base.
-    ("A5_real_finetune_perturb", "epochs"), ("A5_real_finetune_perturb", "lr"),
+NOTEBOOK_GROUPS = {
+    "A2_synthetic_pretrain": {"setup": "mlmlib.papers.distributional.config:Setup"},
+    "A3_synthetic_finetune": {"setup": "mlmlib.papers.distributional.config:Setup",
+                              "sweep": "mlmlib.papers.distributional.config:Sweep",
+                              "cbow": "mlmlib.papers.distributional.config:CbowConfig"},
+    "A5_real_finetune_perturb": {"base": "mlmlib.base_config:BaseModelConfig"},
 }
-# Parameters named like a field of a dataclass the notebook uses but passed to none of them.
-NOT_PASSED = {("A5_real_finetune_perturb", "max_length")}  # the classifier's input length, not the base's
 
 
-@pytest.mark.parametrize("notebook", sorted(_passed_to()))
-def test_notebook_defaults_equal_the_dataclass_defaults(notebook):
-    params = notebook_parameters(str(notebooks_dir() / f"{notebook}.ipynb"))
-    passed = _passed_to()[notebook]
-    for name, (cls, field) in passed.items():
-        assert name in params, f"{notebook}: no parameter {name!r} (passed to {cls.__name__}.{field})"
-        default = getattr(cls(), field)
-        assert params[name] == default, (f"{notebook}: parameter {name!r} = {params[name]!r}, but "
-                                         f"{cls.__name__}.{field} defaults to {default!r}")
-    # every parameter named like a field of these dataclasses is compared or knowingly left out
-    named = {f.name for cls, _ in passed.values() for f in fields(cls)}
-    known = {n for nb, n in DIFFERENT | NOT_PASSED if nb == notebook}
-    unchecked = {n for n in params if n in named and n not in passed} - known
-    assert not unchecked, f"{notebook}: parameters {sorted(unchecked)} are named like a dataclass field but not compared"
+@pytest.mark.parametrize("notebook", sorted(NOTEBOOK_GROUPS))
+def test_notebooks_take_each_group_as_one_dict_of_overrides(notebook):
+    """One source per group: the page declares the dataclass and defaults to {} (its smoke
+    values); no flat parameter repeats a field of a group it takes."""
+    path = notebooks_dir() / f"{notebook}.ipynb"
+    cell = next(c for c in json.loads(path.read_text())["cells"]
+                if "parameters" in c["metadata"].get("tags", []))
+    assert cell["metadata"][configs.METADATA_KEY] == NOTEBOOK_GROUPS[notebook]
+    params = notebook_parameters(str(path))
+    for name, cls in NOTEBOOK_GROUPS[notebook].items():
+        assert params[name] == {}, f"{notebook}: {name} = {params[name]!r}, expected {{}}"
+        if notebook != "A5_real_finetune_perturb":  # A5's max_length, lr, ... are the classifier's
+            repeated = set(params) & set(configs.fields(configs.load_class(cls)))
+            assert not repeated, f"{notebook}: flat parameters {sorted(repeated)} repeat {cls}'s fields"
+
+
+def test_group_module_imports_no_torch():
+    """The plan loader reads the groups: their module must not pull in torch (or numpy)."""
+    code = ("import sys, mlmlib.papers.distributional.config; "
+            "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_group_constants_are_the_generators():
+    assert groups.TEST_SETS == syn.TEST_SETS
+    assert set(groups.MODELS) == set(dist.MODEL_LABELS)
+
+
+def test_setup_key_holds_every_field_but_the_threshold_and_the_seed_is_the_pages():
+    setup = configs.build(dist.Setup, {"steps": 7, "lr": 1}, "setup")
+    key = setup.key("mix")
+    assert set(key) == {"corpus", "pretrain_seed"} | set(configs.fields(dist.Setup)) - {"loss_threshold"}
+    assert (key["steps"], key["lr"], key["pretrain_seed"]) == (7, 1, 0)
+    seeded = setup.with_pretrain_seed(4)
+    assert seeded.key("mix") == {**key, "pretrain_seed": 4} and setup.pretrain_seed == 0
+    with pytest.raises(ValueError, match="unknown field 'pretrain_seed'"):
+        configs.build(dist.Setup, {"pretrain_seed": 3}, "setup")  # set by the page's seed
+    with pytest.raises(ValueError, match="a pretraining seed must be an int >= 0"):
+        setup.with_pretrain_seed(-1)
+    with pytest.raises(ValueError, match="setup: corpus_length \\+ 1"):
+        configs.build(dist.Setup, {"corpus_length": 64}, "setup")
+
+
+def test_sweep_defaults_are_the_smoke_mixtures_and_reject_unknown_arms():
+    sweep = configs.build(dist.Sweep, {"models": ["scratch", "with", "without"]}, "sweep")
+    assert sweep.bd2_fractions == (0.0, 0.1, 0.5) and sweep.bd2_models == ("scratch", "with", "without")
+    assert len(sweep.planned_runs()) == 3 * 3 + 2 * 3  # the mixtures at the largest size only
+    with pytest.raises(ValueError, match="sweep: bd2_models must be None or a non-empty list from models"):
+        configs.build(dist.Sweep, {"models": ["scratch"]}, "sweep")
+
+
+def test_a_page_run_by_hand_pretrains_the_missing_models(work):
+    setup = dist.Setup(**TINY, loss_threshold=100.0)
+    sweep = plain_sweep(models=["scratch", "with", "without"], length=16)
+    with pytest.raises(FileNotFoundError, match="no MLM pretrained on 'mix'"):
+        dist.prepare(setup, sweep)
+    said = []
+    found = dist.prepare(setup, sweep, build_missing=True, log=said.append)
+    assert set(found) == {"mix", "shift"} and all((f / "history.json").exists() for f in found.values())
+    assert len(said) == 2 and "pretraining it" in said[0]
+    assert dist.prepare(setup, sweep) == found  # cached: the plain lookup finds them now

@@ -11,7 +11,7 @@ import torch
 from mlmlib import verdicts
 from mlmlib.data import task_splits
 from mlmlib.data.synonyms import SynonymTable
-from mlmlib.papers.distributional import claims, perturb
+from mlmlib.papers.distributional import perturb, real_text_claims
 from mlmlib.papers.distributional import perturbation_deltas as pdl
 
 
@@ -171,9 +171,9 @@ def test_correlation_and_verdict():
     x = rng.normal(size=400)
     strong = pdl.correlation(x, x + 0.1 * rng.normal(size=400))
     none = pdl.correlation(x, rng.normal(size=400))
-    assert strong.mean > 0.9 and claims.low_correlation_verdict(strong) == verdicts.CONTRADICTED
-    assert abs(none.mean) < 0.2 and claims.low_correlation_verdict(none) == verdicts.REPRODUCED
-    assert claims.low_correlation_verdict(pdl.correlation(x[:5], x[:5])) == verdicts.NOT_RESOLVED
+    assert strong.mean > 0.9 and real_text_claims.low_correlation_verdict(strong) == verdicts.CONTRADICTED
+    assert abs(none.mean) < 0.2 and real_text_claims.low_correlation_verdict(none) == verdicts.REPRODUCED
+    assert real_text_claims.low_correlation_verdict(pdl.correlation(x[:5], x[:5])) == verdicts.NOT_RESOLVED
     assert pdl.correlation(x[:2], x[:2]).n == 2 and np.isnan(pdl.correlation(x[:2], x[:2]).mean)
     assert np.isnan(pdl.pearson([1, 1, 1, 1], [1, 2, 3, 4]))
 
@@ -403,3 +403,61 @@ def test_perturbations_whose_templates_overflow_are_left_out_and_counted(tok):
     # the tag-matched template counts too: an ADJP's template puts the unit before the mask
     kept, _ = pdl.fitting_templates([short], ["[MASK] {x}"], tok, max_length=16, tag_matched=True)
     assert kept == [short]
+
+
+# ---- the A5 page's steps (mlmlib.papers.distributional.real_text)
+
+
+def test_real_text_steps_perturb_then_measure_both_deltas(tok, table, recorded):
+    """The word level over a tiny test split (the classifier faked: masking a word flips it), then
+    Delta-pred of two 'models' sharing one saved path and Delta-distribution of a tiny MLM."""
+    import pandas as pd
+    from datasets import Dataset
+
+    from mlmlib.models import ModelSize, bert_mlm
+    from mlmlib.papers.distributional import real_text
+
+    test = Dataset.from_dict({"text": ["I love the tasty food", "The food was great", "no content here"],
+                              "label": [1, 1, 0]})
+    templates = ["[MASK] {x}", "{sentence} It was [MASK] ."]
+    perturbed, counts = real_text.perturb_test_inputs(None, tok, test, ["word"], templates, synonyms=table,
+                                                      test_size=2, max_length=32, max_text_tokens=24)
+    assert perturbed and {p.kind for p in perturbed} == {"word"}
+    assert list(counts["kind"]) == ["word"] and counts["kept"].iloc[0] == len(perturbed)
+    assert counts["too long for a template"].iloc[0] == 0
+    assert {p.sentence for p in perturbed} <= {0, 1}  # test_size inputs only
+    assert real_text.too_few(counts, min_examples=len(perturbed)) == []
+    assert real_text.too_few(counts, min_examples=len(perturbed) + 1)[0].startswith("TOO FEW: word")
+
+    models = pd.DataFrame([{"model": "checkpoint 1", "path": "full"}, {"model": "ratio 1", "path": "full"},
+                           {"model": "ratio 0.5", "path": "half"}])
+    loaded = []
+    mlm = bert_mlm(ModelSize(vocab_size=len(tok), hidden=16, layers=1, heads=2, max_len=32), seed=0)
+    dp, accuracy, dd = real_text.measure_deltas(
+        models, lambda path: loaded.append(path) or path, lambda model, data: {"accuracy": 0.75}, tok,
+        perturbed, {}, mlm, templates, {"{sentence} It was [MASK] .": ["great", "bad"]}, max_length=32)
+    assert loaded == ["full", "half"]  # a path two rows name is measured once
+    assert set(dp) == set(accuracy) == {"checkpoint 1", "ratio 1", "ratio 0.5"}
+    assert all(v.shape == (len(perturbed),) and np.all((v >= 0) & (v <= 2)) for v in dp.values())
+    assert set(dd) == set(templates)
+    summary = real_text.delta_summary(dp, dd)
+    assert list(summary["measure"]) == ["Delta-pred"] * 3 + ["Delta-distribution"] * 2
+    assert (summary["n"] == len(perturbed)).all()
+
+    examples = real_text.perturbation_table(perturbed)
+    assert "side" not in real_text.example_rows(examples, pair_task=False, n=1).columns
+    assert list(real_text.example_rows(examples, pair_task=True).columns)[:2] == ["kind", "side"]
+    rows = real_text.model_rows(models, accuracy)
+    assert rows[0] == {"model": "checkpoint 1", "test_accuracy": 0.75}
+
+
+def test_real_text_settings_fail_before_anything_runs():
+    from mlmlib.papers.distributional import real_text
+
+    good = {"kinds": ["word"], "checkpoints": [0.5, 1.0], "train_ratios": [1.0],
+            "templates": ["[MASK] {x}"], "verbalizers": {}, "metric": "l1"}
+    real_text.check_settings(**good)
+    for bad, message in (({"kinds": ["sentence"]}, "sentence"), ({"checkpoints": []}, "checkpoints"),
+                         ({"metric": "kl"}, "delta_metric='kl'"), ({"templates": ["{x}"]}, "MASK")):
+        with pytest.raises(ValueError, match=message):
+            real_text.check_settings(**{**good, **bad})

@@ -1,6 +1,6 @@
 """Delta-pred vs Delta-distribution (paper A, real text): does the pretrained MLM's view explain fine-tuning?
 
-For each perturbed test input (see mlmlib.perturb):
+For each perturbed test input (see mlmlib.papers.distributional.perturb):
 * Delta-pred: how far the fine-tuned classifier's output distribution moves (L1 distance,
   in [0, 2]; total variation is half of it).
 * Delta-distribution: how far apart the *pretrained* MLM puts the original unit and its
@@ -14,7 +14,8 @@ For each perturbed test input (see mlmlib.perturb):
   (TAG_MATCHED) fills, for each perturbation, the `{x}` template the paper's code picks by the
   replaced unit's tag.
 The claim: Pearson r between the two is low, per template, across fine-tuning checkpoints
-and training-data ratios; its verdict is computed in `mlmlib.papers.distributional.claims`.
+and training-data ratios; its verdict is computed in
+`mlmlib.papers.distributional.real_text_claims`.
 """
 
 from __future__ import annotations

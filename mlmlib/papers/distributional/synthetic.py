@@ -9,14 +9,14 @@ This module adds two special ids the encoder needs, so vocab_size = 2n + 3:
   reads the first position, as BERT does.
 
 Pretrained models are cached under a hash of everything that made them (`mlmlib.cache`), so the
-pretraining notebook builds them once and every fine-tuning run loads the same weights.
+pretraining notebook builds them once and every fine-tuning run loads the same weights. The
+parameter groups (Setup, Sweep, CbowConfig) live in the torch-free `config` module beside this one.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +26,15 @@ from mlmlib import cache, stats
 from mlmlib.atomic import write_json
 from mlmlib.data import synthetic as syn
 from mlmlib.models import saved_files
+from mlmlib.papers.distributional.config import (  # noqa: F401 - special_ids, vocab_size: the pages'
+    MODELS,
+    CbowConfig,
+    Setup,
+    Sweep,
+    special_ids,
+    vocab_size,
+)
 
-MODELS = ("scratch", "with", "without", "shuffled", "cbow", "cbow-frozen")
 MODEL_LABELS = {
     "scratch": "scratch",
     "with": "WITH (mix)",
@@ -51,16 +58,6 @@ class NotConvergedError(RuntimeError):
 # ---------------------------------------------------------------- vocabulary and tensors
 
 
-def special_ids(n_sets: int) -> dict[str, int]:
-    """Ids of [MASK] (the generator's), [PAD] and [CLS] (added here)."""
-    return {"mask": 2 * n_sets, "pad": 2 * n_sets + 1, "cls": 2 * n_sets + 2}
-
-
-def vocab_size(n_sets: int) -> int:
-    """Both alphabets plus [MASK], [PAD], [CLS]."""
-    return 2 * n_sets + 3
-
-
 def encode(tokens: np.ndarray, n_sets: int, labels: np.ndarray | None = None) -> dict[str, torch.Tensor]:
     """Tensors for the training core: [CLS] + tokens, attention mask, special-token mask, labels."""
     ids = torch.as_tensor(np.asarray(tokens), dtype=torch.long)
@@ -76,82 +73,6 @@ def encode(tokens: np.ndarray, n_sets: int, labels: np.ndarray | None = None) ->
     if labels is not None:
         data["labels"] = torch.as_tensor(np.asarray(labels), dtype=torch.long)
     return data
-
-
-# ---------------------------------------------------------------- setup of a pretrained model
-
-
-@dataclass
-class Setup:
-    """Everything that defines a pretrained model: language, corpus, encoder shape, MLM training.
-
-    Defaults are the smoke scale; the authors' constants are in the `paper` plan.
-    """
-
-    n_sets: int = 100
-    n_states: int = 500
-    n_patterns: int = 4
-    pattern_length: int = 2
-    pattern_set_size: int = 2
-    language_seed: int = 0
-    corpus_size: int = 4000
-    corpus_length: int = 32
-    hidden: int = 64
-    layers: int = 2
-    heads: int = 2
-    max_len: int = 64
-    dropout: float = 0.0
-    steps: int = 1000
-    batch_size: int = 64
-    lr: float = 2e-3
-    warmup_frac: float = 0.05
-    weight_decay: float = 0.01
-    beta2: float = 0.999
-    pretrain_seed: int = 0
-
-    def __post_init__(self) -> None:
-        self.language()  # validates the language sizes
-        if self.corpus_length + 1 > self.max_len:
-            raise ValueError(f"corpus_length + 1 ([CLS]) must be <= max_len ({self.max_len}), "
-                             f"got {self.corpus_length}")
-        if self.corpus_size < self.batch_size:
-            raise ValueError(f"corpus_size ({self.corpus_size}) must be >= batch_size ({self.batch_size})")
-
-    def language(self) -> syn.LanguageConfig:
-        """The generator's config."""
-        return syn.LanguageConfig(
-            n_sets=self.n_sets, n_states=self.n_states, n_patterns=self.n_patterns,
-            pattern_length=self.pattern_length, pattern_set_size=self.pattern_set_size,
-            seed=self.language_seed,
-        )
-
-    def model_size(self):
-        """The encoder's shape (ModelSize), with [PAD] as the padding id."""
-        from mlmlib.models import ModelSize
-
-        return ModelSize(vocab_size=vocab_size(self.n_sets), hidden=self.hidden, layers=self.layers,
-                         heads=self.heads, max_len=self.max_len, dropout=self.dropout, pad_id=special_ids(self.n_sets)["pad"])
-
-    def pretrain_config(self):
-        """The MLM training settings (PretrainConfig): 15% masking, 80/10/10, AdamW, linear decay."""
-        from mlmlib.pretrain import PretrainConfig
-
-        return PretrainConfig(steps=self.steps, batch_size=self.batch_size, lr=self.lr,
-                              warmup_frac=self.warmup_frac, weight_decay=self.weight_decay,
-                              betas=(0.9, self.beta2), eps=1e-6, seed=self.pretrain_seed,
-                              log_every=max(1, self.steps // 40))
-
-    def corpus(self, kind: str, lang: syn.Language | None = None) -> np.ndarray:
-        """The pretraining corpus `mix` or `shift` (the same draw for the MLM and for CBOW)."""
-        lang = lang or syn.make_language(self.language())
-        return syn.pretraining_corpus(lang, kind, self.corpus_size, self.corpus_length,
-                                      seed=self.pretrain_seed + 1)
-
-    def key(self, corpus: str) -> dict:
-        """The cache key of the model pretrained on `corpus`."""
-        if corpus not in syn.CORPORA:
-            raise ValueError(f"corpus must be one of {syn.CORPORA}, got {corpus!r}")
-        return {"corpus": corpus, **asdict(self)}
 
 
 # ---------------------------------------------------------------- pretraining and convergence
@@ -272,27 +193,6 @@ def cbow_embeddings(tokens: np.ndarray, n_sets: int, dim: int, window: int = 5, 
     return np.stack([w2v.wv[str(i)] for i in range(2 * n_sets)]).astype(np.float32)
 
 
-@dataclass
-class CbowConfig:
-    """word2vec CBOW settings (gensim) and the scale of the vectors in the embedding layer.
-
-    The dimension is the encoder's width. The authors' code trains 5 epochs, then 10 more (15),
-    with window 5, and rescales the whole vector matrix to a standard deviation of 0.03.
-    """
-
-    window: int = 5
-    epochs: int = 15
-    std: float = 0.03  # standard deviation of the vectors placed in the embedding layer
-
-    def __post_init__(self) -> None:
-        for name in ("window", "epochs"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"cbow {name} must be an int >= 1, got {value!r}")
-        if isinstance(self.std, bool) or not isinstance(self.std, int | float) or not self.std > 0:
-            raise ValueError(f"cbow std must be a number > 0, got {self.std!r}")
-
-
 def scaled_to_std(vectors: np.ndarray, std: float) -> np.ndarray:
     """The vectors multiplied by one factor so that the whole matrix has standard deviation `std`."""
     spread = float(np.std(vectors))
@@ -306,7 +206,7 @@ def cached_cbow(setup: Setup, cbow: CbowConfig) -> np.ndarray:
 
     The same sequences, and so the same sequence length, as the MLM pretraining.
     """
-    key = {"corpus": "mix", **asdict(setup), "window": cbow.window, "epochs": cbow.epochs}
+    key = {"corpus": "mix", **setup.identity(), "window": cbow.window, "epochs": cbow.epochs}
 
     def build(folder: Path) -> None:
         vectors = cbow_embeddings(setup.corpus("mix"), setup.n_sets, setup.hidden, cbow.window,
@@ -331,73 +231,6 @@ def synonym_similarity(vectors: np.ndarray, n_sets: int, seed: int = 0) -> dict[
 
 
 # ---------------------------------------------------------------- fine-tuning sweep
-
-
-@dataclass
-class Sweep:
-    """One fine-tuning seed's sweep: models x training-set sizes x B-D2 fractions, four test sets."""
-
-    models: list[str] = field(default_factory=lambda: list(MODELS))
-    train_ratios: list[float] = field(default_factory=lambda: [0.25, 0.5, 1.0])
-    bd2_fractions: list[float] = field(default_factory=lambda: [0.0])
-    # Models fine-tuned at the B-D2 fractions above 0; None: all `models`.
-    bd2_models: list[str] | None = None
-    # True: the mixtures are fine-tuned at every train ratio (the paper's learning curves);
-    # False: at the largest only (cheaper: smoke).
-    bd2_curves: bool = False
-    test_sets: list[str] = field(default_factory=lambda: list(syn.TEST_SETS))
-    pool_size: int = 3200  # labelled training examples at ratio 1.0 (the paper: 100k)
-    valid_size: int = 300
-    test_size: int = 800
-    length: int = 32  # tokens per labelled sequence (the paper: 100)
-    lr: float = 1e-3
-    batch_size: int = 32
-    max_steps: int = 200  # cap per run (the paper: 30k)
-    eval_every: int = 50
-    patience: int = 3  # validations without improvement before stopping
-    loss_threshold: float = 2.5  # the pretrained models must be below it
-    cbow: CbowConfig = field(default_factory=CbowConfig)
-
-    def check(self, setup: Setup) -> None:
-        """Fail before anything trains: unknown names, impossible sizes."""
-        bad = [m for m in self.models if m not in MODELS]
-        if bad or not self.models:
-            raise ValueError(f"models must be a non-empty list from {MODELS}, got {self.models!r}")
-        if self.bd2_models is not None and (not self.bd2_models
-                                            or any(m not in self.models for m in self.bd2_models)):
-            raise ValueError(f"bd2_models must be None or a non-empty list from models {self.models!r}, "
-                             f"got {self.bd2_models!r}")
-        if not isinstance(self.bd2_curves, bool):
-            raise ValueError(f"bd2_curves must be true (mixtures at every train ratio) or false "  # noqa: TRY004
-                             f"(at the largest only), got {self.bd2_curves!r}")
-        bad = [t for t in self.test_sets if t not in syn.TEST_SETS]
-        if bad or not self.test_sets:
-            raise ValueError(f"test_sets must be a non-empty list from {syn.TEST_SETS}, got {self.test_sets!r}")
-        if not self.train_ratios or any(not 0 < r <= 1 for r in self.train_ratios):
-            raise ValueError(f"train_ratios must be fractions in (0, 1] of pool_size ({self.pool_size}): "
-                             f"a training set cannot be larger than the generated pool; got {self.train_ratios!r}")
-        if not self.bd2_fractions or any(not 0 <= f < 1 for f in self.bd2_fractions):
-            raise ValueError(f"bd2_fractions must be in [0, 1), got {self.bd2_fractions!r}")
-        for name in ("pool_size", "valid_size", "test_size", "length", "batch_size", "max_steps", "eval_every"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")
-        if min(self.train_ratios) * self.pool_size < 2:
-            raise ValueError(f"the smallest training set (train_ratios x pool_size = "
-                             f"{min(self.train_ratios)} x {self.pool_size}) must hold at least 2 examples")
-        if self.length + 1 > setup.max_len:
-            raise ValueError(f"length + 1 ([CLS]) must be <= max_len ({setup.max_len}), got {self.length}")
-
-    def plan_at(self, fraction: float) -> tuple[list[float], list[str]]:
-        """The train ratios and the models fine-tuned at one B-D2 fraction."""
-        if fraction == 0:
-            return list(self.train_ratios), list(self.models)
-        ratios = list(self.train_ratios) if self.bd2_curves else [max(self.train_ratios)]
-        return ratios, list(self.models if self.bd2_models is None else self.bd2_models)
-
-    def planned_runs(self) -> list[tuple[float, float, str]]:
-        """Every (B-D2 fraction, train ratio, model) fine-tuned by one seed, in run order."""
-        return [(fraction, ratio, model) for fraction in self.bd2_fractions
-                for ratio in self.plan_at(fraction)[0] for model in self.plan_at(fraction)[1]]
 
 
 def _draw(lang: syn.Language, name: str, n: int, length: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -470,26 +303,43 @@ def build_classifier(model: str, setup: Setup, seed: int, pretrained: dict[str, 
     return bert_classifier(size, 2, from_encoder=state, seed=seed)
 
 
-def prepare(setup: Setup, sweep: Sweep) -> dict[str, Path]:
-    """Check the sweep and find (and check the convergence of) the pretrained models it needs."""
+def prepare(setup: Setup, sweep: Sweep, build_missing: bool = False, log=print) -> dict[str, Path]:
+    """Check the sweep and find (and check the convergence of) the pretrained models it needs.
+
+    build_missing: pretrain a missing model here (cached, as A2 would) instead of stopping. A page
+    run by hand has no A2 run before it; a plan's A3 waits for A2, so a missing model there is an
+    error worth seeing.
+    """
     sweep.check(setup)
     pretrained = {}
     for corpus in sorted({PRETRAINED_FROM[m] for m in sweep.models if m in PRETRAINED_FROM}):
-        folder = pretrained_dir(setup, corpus)
-        check_converged(load_history(folder), sweep.loss_threshold, corpus)
+        if build_missing:
+            if not cache.is_complete(cache.artifact_dir(MLM_KIND, setup.key(corpus), code_of=__name__),
+                                     MODEL_FILES) and log:
+                log(f"no MLM pretrained on {corpus!r} with these parameters: pretraining it (cached)")
+            folder = pretrain_mlm(setup, corpus, progress=False)
+        else:
+            folder = pretrained_dir(setup, corpus)
+        check_converged(load_history(folder), setup.loss_threshold, corpus)
         pretrained[corpus] = folder
     return pretrained
 
 
-def run_sweep(setup: Setup, sweep: Sweep, seed: int, progress: bool | None = False, log=print) -> list[dict]:
-    """Fine-tune every model at every size and B-D2 fraction with one seed; one row per test set."""
+def run_sweep(setup: Setup, sweep: Sweep, seed: int, cbow: CbowConfig | None = None,
+              build_missing: bool = False, progress: bool | None = False, log=print) -> list[dict]:
+    """Fine-tune every model at every size and B-D2 fraction with one seed; one row per test set.
+
+    cbow: the word2vec settings of the CBOW arms (None: CbowConfig's defaults); build_missing: see
+    `prepare`.
+    """
     from mlmlib.finetune import FinetuneConfig, finetune, metrics_from_probs, predict
 
-    pretrained = prepare(setup, sweep)  # all checks before anything trains
+    cbow = cbow or CbowConfig()
+    pretrained = prepare(setup, sweep, build_missing, log)  # all checks before anything trains
     lang = syn.make_language(setup.language())
     tests = {k: (encode(t, setup.n_sets), y) for k, (t, y) in
              test_sets(lang, sweep.test_sets, sweep.test_size, sweep.length, setup.language_seed).items()}
-    vectors = cached_cbow(setup, sweep.cbow) if set(CBOW_MODELS) & set(sweep.models) else None
+    vectors = cached_cbow(setup, cbow) if set(CBOW_MODELS) & set(sweep.models) else None
     rows = []
     for fraction in sweep.bd2_fractions:
         val_tok, val_lab = training_set(lang, sweep.valid_size, sweep.length, sweep.valid_size,
@@ -502,7 +352,7 @@ def run_sweep(setup: Setup, sweep: Sweep, seed: int, progress: bool | None = Fal
                                     seed=100_000 + 10 * seed)
             train = encode(tok, setup.n_sets, lab)
             for model in models:
-                clf = build_classifier(model, setup, seed, pretrained, vectors, sweep.cbow.std)
+                clf = build_classifier(model, setup, seed, pretrained, vectors, cbow.std)
                 config = FinetuneConfig(max_steps=sweep.max_steps, batch_size=sweep.batch_size, lr=sweep.lr,
                                         eval_every=sweep.eval_every, patience=sweep.patience, seed=seed)
                 result = finetune(clf, train, valid, config, progress=progress)

@@ -1,0 +1,217 @@
+"""Paper A's parameter groups: the synthetic setup, the fine-tuning sweep and the CBOW control.
+
+Each group is the one source of its fields and defaults (mlmlib.configs): the notebooks take it
+as a dict of overrides (`setup = {}`), the plans give only what differs. The defaults are the
+smoke profile's values; a field's comment gives the paper's value where it differs. Standard
+library only at import, so the plan loader reads these classes without torch; the methods that
+need the generator or the model import it when called.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+
+# The fine-tuned arms; "cbow" and "cbow-frozen" start from the same word2vec vectors.
+MODELS = ("scratch", "with", "without", "shuffled", "cbow", "cbow-frozen")
+# The generator's labelled test sets (mlmlib.data.synthetic.TEST_SETS; a test keeps them equal).
+TEST_SETS = ("A-D1", "B-D1", "A-D2", "B-D2")
+
+
+# The vocabulary the sizes imply (mlmlib.papers.distributional.synthetic adds [PAD] and [CLS] to
+# the generator's alphabets and [MASK]; it explains why).
+def special_ids(n_sets: int) -> dict[str, int]:
+    """Ids of [MASK] (the generator's), [PAD] and [CLS] (the encoder's, added by `synthetic`)."""
+    return {"mask": 2 * n_sets, "pad": 2 * n_sets + 1, "cls": 2 * n_sets + 2}
+
+
+def vocab_size(n_sets: int) -> int:
+    """Both alphabets plus [MASK], [PAD], [CLS]."""
+    return 2 * n_sets + 3
+
+
+@dataclass
+class Setup:
+    """Everything that defines a pretrained model: language, corpus, encoder shape, MLM training.
+
+    Every field is part of the model's cache key (`key`). The pretraining seed is not a field a
+    page overrides: A2 sets it from its `seed`, A3 from its `pretrain_seed` (`with_pretrain_seed`).
+    """
+
+    n_sets: int = 100             # synonym sets (the paper: 1000)
+    n_states: int = 500           # hidden states per chain (the paper: 5000)
+    n_patterns: int = 4           # label patterns (the paper: 5)
+    pattern_length: int = 2       # ordered slots per pattern (the paper: 3)
+    pattern_set_size: int = 2     # synonym sets per slot (the paper: 12)
+    language_seed: int = 0        # seed of the synthetic language (chains and label patterns)
+    corpus_size: int = 4000       # pretraining sequences per corpus (the paper: 200k)
+    corpus_length: int = 32       # tokens per pretraining sequence (the paper: 256)
+    hidden: int = 64              # encoder width (the paper: 768)
+    layers: int = 2               # encoder layers (the paper: 6)
+    heads: int = 2                # attention heads (the paper: 12)
+    max_len: int = 64             # position embeddings: at least the sequence length plus one
+    dropout: float = 0.0          # (the paper: 0.1)
+    steps: int = 1000             # MLM steps (the paper: 15 epochs, about 23k steps)
+    batch_size: int = 64          # MLM batch (the paper: 128)
+    lr: float = 2e-3              # MLM peak learning rate (the paper: 5e-5)
+    warmup_frac: float = 0.05     # (the paper: 0.1)
+    weight_decay: float = 0.01    # (the paper: 0.001)
+    beta2: float = 0.999          # (the paper: 0.98)
+    # The MLM must end below this loss (nats) to count as converged (the paper profile: 2.0). It
+    # judges the model rather than making it: not part of the cache key.
+    loss_threshold: float = 2.5
+    pretrain_seed: int = field(default=0, init=False)  # corpus draw, weight init, masking
+
+    def __post_init__(self) -> None:
+        self.language()  # validates the language sizes
+        if self.corpus_length + 1 > self.max_len:
+            raise ValueError(f"corpus_length + 1 ([CLS]) must be <= max_len ({self.max_len}), "
+                             f"got {self.corpus_length}")
+        if self.corpus_size < self.batch_size:
+            raise ValueError(f"corpus_size ({self.corpus_size}) must be >= batch_size ({self.batch_size})")
+        if not self.loss_threshold > 0:
+            raise ValueError(f"loss_threshold must be a loss above 0 nats, got {self.loss_threshold}")
+
+    def with_pretrain_seed(self, seed: int) -> Setup:
+        """A copy whose models are pretrained with `seed`."""
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"a pretraining seed must be an int >= 0, got {seed!r}")
+        copy = replace(self)
+        copy.pretrain_seed = seed
+        return copy
+
+    def language(self):
+        """The generator's config (mlmlib.data.synthetic.LanguageConfig)."""
+        from mlmlib.data import synthetic as syn
+
+        return syn.LanguageConfig(
+            n_sets=self.n_sets, n_states=self.n_states, n_patterns=self.n_patterns,
+            pattern_length=self.pattern_length, pattern_set_size=self.pattern_set_size,
+            seed=self.language_seed,
+        )
+
+    def model_size(self):
+        """The encoder's shape (ModelSize), with [PAD] as the padding id."""
+        from mlmlib.models import ModelSize
+
+        return ModelSize(vocab_size=vocab_size(self.n_sets), hidden=self.hidden, layers=self.layers,
+                         heads=self.heads, max_len=self.max_len, dropout=self.dropout,
+                         pad_id=special_ids(self.n_sets)["pad"])
+
+    def pretrain_config(self):
+        """The MLM training settings (PretrainConfig): 15% masking, 80/10/10, AdamW, linear decay."""
+        from mlmlib.pretrain import PretrainConfig
+
+        return PretrainConfig(steps=self.steps, batch_size=self.batch_size, lr=self.lr,
+                              warmup_frac=self.warmup_frac, weight_decay=self.weight_decay,
+                              betas=(0.9, self.beta2), eps=1e-6, seed=self.pretrain_seed,
+                              log_every=max(1, self.steps // 40))
+
+    def corpus(self, kind: str, lang=None):
+        """The pretraining corpus `mix` or `shift` (the same draw for the MLM and for CBOW)."""
+        from mlmlib.data import synthetic as syn
+
+        lang = lang or syn.make_language(self.language())
+        return syn.pretraining_corpus(lang, kind, self.corpus_size, self.corpus_length,
+                                      seed=self.pretrain_seed + 1)
+
+    def identity(self) -> dict:
+        """The fields that make a pretrained model: all but loss_threshold, which judges it."""
+        return {k: v for k, v in asdict(self).items() if k != "loss_threshold"}
+
+    def key(self, corpus: str) -> dict:
+        """The cache key of the model pretrained on `corpus`: the corpus and `identity`."""
+        from mlmlib.data import synthetic as syn
+
+        if corpus not in syn.CORPORA:
+            raise ValueError(f"corpus must be one of {syn.CORPORA}, got {corpus!r}")
+        return {"corpus": corpus, **self.identity()}
+
+
+@dataclass
+class CbowConfig:
+    """word2vec CBOW settings (gensim) and the scale of the vectors in the embedding layer.
+
+    The dimension is the encoder's width. The defaults are the authors' code: 5 epochs, then 10
+    more (15), window 5, and the whole vector matrix rescaled to a standard deviation of 0.03.
+    """
+
+    window: int = 5
+    epochs: int = 15
+    std: float = 0.03  # standard deviation of the vectors placed in the embedding layer
+
+    def __post_init__(self) -> None:
+        for name in ("window", "epochs"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"cbow {name} must be an int >= 1, got {value!r}")
+        if isinstance(self.std, bool) or not isinstance(self.std, int | float) or not self.std > 0:
+            raise ValueError(f"cbow std must be a number > 0, got {self.std!r}")
+
+
+@dataclass
+class Sweep:
+    """One fine-tuning seed's sweep: models x training-set sizes x B-D2 fractions, four test sets."""
+
+    models: tuple[str, ...] = MODELS
+    train_ratios: tuple[float, ...] = (0.25, 0.5, 1.0)  # training-set sizes, fractions of pool_size
+    bd2_fractions: tuple[float, ...] = (0.0, 0.1, 0.5)  # fractions of training replaced by B-D2
+    # Models fine-tuned at the B-D2 fractions above 0; None: all `models`. The smoke sweep mixes
+    # for scratch / WITH / WITHOUT only (the paper: CBOW as well).
+    bd2_models: tuple[str, ...] | None = ("scratch", "with", "without")
+    # True: the mixtures are fine-tuned at every train ratio (the paper's learning curves);
+    # False: at the largest only (as learning curves they would add 12 fine-tunings to the 24).
+    bd2_curves: bool = False
+    test_sets: tuple[str, ...] = TEST_SETS
+    pool_size: int = 3200         # labelled training examples at ratio 1.0 (the paper: 100k)
+    valid_size: int = 300         # validation examples (the training mixture), for early stopping
+    test_size: int = 800          # examples per test set (the paper: 10k)
+    length: int = 32              # tokens per labelled sequence (the paper: 100)
+    lr: float = 1e-3              # fine-tuning learning rate (the paper: 5e-5)
+    batch_size: int = 32
+    max_steps: int = 200          # fine-tuning step cap per run (the paper: 30k)
+    eval_every: int = 50          # steps between validations (the paper: 1000)
+    patience: int = 3             # validations without improvement before stopping (the paper: 5)
+
+    def __post_init__(self) -> None:
+        """Fail before anything trains: unknown names, impossible sizes."""
+        bad = [m for m in self.models if m not in MODELS]
+        if bad or not self.models:
+            raise ValueError(f"models must be a non-empty list from {MODELS}, got {self.models!r}")
+        if self.bd2_models is not None and (not self.bd2_models
+                                            or any(m not in self.models for m in self.bd2_models)):
+            raise ValueError(f"bd2_models must be None or a non-empty list from models {self.models!r}, "
+                             f"got {self.bd2_models!r}")
+        if not isinstance(self.bd2_curves, bool):
+            raise ValueError(f"bd2_curves must be true (mixtures at every train ratio) or false "  # noqa: TRY004
+                             f"(at the largest only), got {self.bd2_curves!r}")
+        bad = [t for t in self.test_sets if t not in TEST_SETS]
+        if bad or not self.test_sets:
+            raise ValueError(f"test_sets must be a non-empty list from {TEST_SETS}, got {self.test_sets!r}")
+        if not self.train_ratios or any(not 0 < r <= 1 for r in self.train_ratios):
+            raise ValueError(f"train_ratios must be fractions in (0, 1] of pool_size ({self.pool_size}): "
+                             f"a training set cannot be larger than the generated pool; got {self.train_ratios!r}")
+        if not self.bd2_fractions or any(not 0 <= f < 1 for f in self.bd2_fractions):
+            raise ValueError(f"bd2_fractions must be in [0, 1), got {self.bd2_fractions!r}")
+        for name in ("pool_size", "valid_size", "test_size", "length", "batch_size", "max_steps", "eval_every"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")
+        if min(self.train_ratios) * self.pool_size < 2:
+            raise ValueError(f"the smallest training set (train_ratios x pool_size = "
+                             f"{min(self.train_ratios)} x {self.pool_size}) must hold at least 2 examples")
+
+    def check(self, setup: Setup) -> None:
+        """Fail before anything trains: a labelled sequence longer than the encoder's positions."""
+        if self.length + 1 > setup.max_len:
+            raise ValueError(f"length + 1 ([CLS]) must be <= max_len ({setup.max_len}), got {self.length}")
+
+    def plan_at(self, fraction: float) -> tuple[list[float], list[str]]:
+        """The train ratios and the models fine-tuned at one B-D2 fraction."""
+        if fraction == 0:
+            return list(self.train_ratios), list(self.models)
+        ratios = list(self.train_ratios) if self.bd2_curves else [max(self.train_ratios)]
+        return ratios, list(self.models if self.bd2_models is None else self.bd2_models)
+
+    def planned_runs(self) -> list[tuple[float, float, str]]:
+        """Every (B-D2 fraction, train ratio, model) fine-tuned by one seed, in run order."""
+        return [(fraction, ratio, model) for fraction in self.bd2_fractions
+                for ratio in self.plan_at(fraction)[0] for model in self.plan_at(fraction)[1]]
