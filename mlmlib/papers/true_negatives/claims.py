@@ -12,7 +12,7 @@ import pandas as pd
 
 from mlmlib import stats, verdicts
 from mlmlib.data.tasks import GLUE_TASKS
-from mlmlib.qa import EXACT_METRIC
+from mlmlib.papers.true_negatives.qa import EXACT_METRIC
 from mlmlib.verdicts import (  # noqa: F401 - shared by the three papers, used by the notebooks
     SCORECARD_COLUMNS,
     SCORECARD_KEYS,
@@ -37,7 +37,7 @@ TARGETS = {HC_CLAIM: 0.05, SR_CLAIM: 0.15}
 # 'electra/shield@wordnet' with the same correction on a neighbour table (the cpu plan's GloVe).
 SOURCE_CLAIM = "WordNet's table beats word2vec's neighbours"
 SOURCE_DIRECTION = "greater"
-# WordNet's sources (mlmlib.papers.true_negatives.experiment.SYNONYM_SOURCES; not imported: the
+# WordNet's sources (mlmlib.papers.true_negatives.sources.SYNONYM_SOURCES; not imported: the
 # claims need no training code).
 WORDNET_SOURCES = ("wordnet", "nltk-wordnet")
 CLAIMS = (*DOWNSTREAM_CLAIMS, SOURCE_CLAIM, HC_CLAIM, SR_CLAIM)

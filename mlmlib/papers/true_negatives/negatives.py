@@ -468,7 +468,7 @@ class NegativesHook:
                 self.table = self.table.to(targets.device)  # once; cached afterwards
             fn = false_negatives(targets, samples, self.table)
             out.stats.update(false_negative_stats(targets, samples, fn=fn))
-        self.last_fn = fn  # for a caller that logs more about them (true_negatives.NegativesMonitor)
+        self.last_fn = fn  # for a caller that logs more about them (monitor.NegativesMonitor)
         on_mlm = self.apply_to in ("both", "mlm")
         on_disc = self.apply_to in ("both", "disc")
         extra: list[torch.Tensor] = []

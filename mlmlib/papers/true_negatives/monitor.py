@@ -1,0 +1,197 @@
+"""The training-step hook of one arm: whole-word false negatives, HC/SR, and what it logs.
+
+`NegativesMonitor` restricts false negatives to whole-word tokens, hands `negatives.make_hook`'s
+output to the training loop, and logs the discriminator's accuracy on original / replaced /
+false-negative positions; `Injection` is the CPU-scale stand-in that puts synonyms into
+ELECTRA's generator samples.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from mlmlib.models import ElectraPair
+from mlmlib.papers.true_negatives import negatives as neg
+from mlmlib.papers.true_negatives.arm_config import ArmConfig
+from mlmlib.pretrain import HookOutput, MaskedStep
+
+
+@dataclass
+class Injection:
+    """Synonyms put into ELECTRA's generator samples: a CPU-scale stand-in, not the paper's method.
+
+    At a masked whole word whose original has a partner in `table`, the generator's sample is
+    replaced, with probability `rate`, by one of those partners drawn uniformly. Why: no
+    generator that runs here samples synonyms often enough for the corrections to act (a fresh
+    one 0.15% of replaced tokens, MiniLM's fitted head none from WordNet's table; paper_b.md),
+    so the stand-in makes the paper's premise, generator samples that include true synonyms,
+    hold at a known rate. `table`: WordNet's pairs that the correction may use, never the
+    held-out ones that the robustness test swaps in.
+    """
+
+    table: neg.PairLookup
+    rate: float
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.rate <= 1.0:
+            raise ValueError(f"synonym_rate must be in [0, 1], got {self.rate!r}")
+
+
+class NegativesMonitor:
+    """Training-step hook of one arm: whole-word false negatives, HC/SR, and accuracy by kind.
+
+    The discriminator is watched with a forward hook: the step hook runs before the
+    discriminator, so its accuracy on original / replaced / false-negative positions is taken
+    from the discriminator's output of the same step and summed per log window. With an
+    `injection`, synonyms replace some generator samples first (seeded by `seed`); the
+    discriminator, the detection and the statistics then see the injected samples.
+    """
+
+    def __init__(self, arm: ArmConfig, table: neg.PairLookup, vocab: Sequence[str], *,
+                 log_every: int = 10, top_pairs: int = 20, injection: Injection | None = None,
+                 seed: int = 0) -> None:
+        self.arm = arm
+        self.table = table
+        self.injection = injection
+        self.seed = seed
+        self._inject_rng: torch.Generator | None = None
+        self._inject_state: torch.Tensor | None = None  # restored state, applied at first use
+        self.inner = neg.make_hook(arm.method, table, lam=arm.lam, eps=arm.eps, tau=arm.tau,
+                                   apply_to=arm.target)
+        # Vectorised whole-word test: one bool per vocabulary entry.
+        self.continuation = torch.tensor([t.startswith("##") for t in vocab], dtype=torch.bool)
+        self.log_every = log_every
+        self.top_pairs = top_pairs
+        self.windows: dict[int, np.ndarray] = {}  # window end step -> [correct, n] x 3 kinds
+        self.pairs: Counter = Counter()  # (original id, sample id) of false negatives, on log steps
+        self._pending: tuple | None = None
+        self._handle = None
+
+    def whole_word_positions(self, step: MaskedStep) -> torch.Tensor:
+        """(B, L) bool: the token is a whole word (not '##', not followed by a '##' piece)."""
+        cont = self.continuation.to(step.input_ids.device)
+        here = cont[step.input_ids]
+        after = torch.zeros_like(here)
+        after[:, :-1] = cont[step.input_ids[:, 1:]] | cont[step.corrupted_ids[:, 1:]]
+        return ~here & ~after
+
+    def inject(self, step: MaskedStep) -> tuple[MaskedStep, torch.Tensor]:
+        """The step with synonyms injected into its samples, and where they were put, (N,)."""
+        if self._inject_rng is None or self._inject_rng.device != step.targets.device:
+            self._inject_rng = torch.Generator(device=step.targets.device).manual_seed(self.seed + 7)
+            if self._inject_state is not None:
+                self._inject_rng.set_state(self._inject_state)
+        whole = self.whole_word_positions(step)[step.masked]
+        partner = self.injection.table.sample_partners(step.targets, self._inject_rng)
+        draw = torch.rand(step.targets.shape, generator=self._inject_rng, device=step.targets.device)
+        put = whole & (partner >= 0) & (draw < self.injection.rate)
+        samples = torch.where(put, partner, step.samples)
+        corrupted = step.input_ids.masked_scatter(step.masked, samples.to(step.input_ids.dtype))
+        return dataclasses.replace(step, samples=samples, corrupted_ids=corrupted), put
+
+    def __call__(self, step: MaskedStep) -> HookOutput:
+        """Inject synonyms (if set), detect whole-word false negatives, apply the arm's method,
+        log its statistics."""
+        injected = None
+        if self.injection is not None:
+            step, put = self.inject(step)
+            injected = step.samples
+        samples = step.samples
+        if self.arm.whole_words:
+            ok = self.whole_word_positions(step)[step.masked]
+            # -1 is never a pair in a PairLookup and still counts as "replaced" where the sample
+            # differs from the original, so the rates keep their denominators
+            samples = torch.where(ok | (samples == step.targets), samples, torch.full_like(samples, -1))
+            step = dataclasses.replace(step, samples=samples)
+        out = self.inner(step)
+        fn = self.inner.last_fn  # the inner hook's detection, on the same table and samples
+        if step.step % self.log_every == 0 and self.top_pairs:
+            self.pairs.update(zip(step.targets[fn].tolist(), samples[fn].tolist()))
+        if self._handle is not None:  # only a discriminator reads these
+            self._pending = (step.step, step.corrupted_ids != step.input_ids,
+                             neg.to_positions(fn, step.masked, False), step.attention_mask)
+        # The training loop accepts only its own HookOutput class: same fields, copied over.
+        fields = {f.name: getattr(out, f.name, None) for f in dataclasses.fields(HookOutput)}
+        if injected is not None:
+            fields["samples"] = injected
+            fields["stats"] = {**fields["stats"], "injected_frac": float(put.float().mean()) if put.numel() else 0.0}
+        return HookOutput(**fields)
+
+    def _on_discriminator(self, module, args, output) -> None:
+        if self._pending is None or not module.training:
+            return
+        step, labels, fn_pos, attention = self._pending
+        self._pending = None
+        acc = neg.disc_accuracy_by_kind(output.logits, labels.float(), fn_pos, attention_mask=attention)
+        counts = []
+        for kind in ("original", "replaced", "false_negative"):
+            n = acc[f"n_{kind}"]
+            counts += [acc[f"acc_{kind}"] * n if n else 0.0, n]
+        end = -(-step // self.log_every) * self.log_every
+        self.windows[end] = self.windows.get(end, 0.0) + np.asarray(counts)
+
+    def attach(self, model: torch.nn.Module) -> NegativesMonitor:
+        """Watch the discriminator of an ElectraPair (MLM models have none)."""
+        if isinstance(model, ElectraPair):
+            self._handle = model.discriminator.register_forward_hook(self._on_discriminator)
+        return self
+
+    def detach(self) -> None:
+        """Stop watching the discriminator."""
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None
+
+    def merge(self, history: list[dict]) -> list[dict]:
+        """Add disc_acc_{original,replaced,false_negative} (None where a kind had no position)."""
+        for row in history:
+            # the loop logs at multiples of log_every and at the last step (a partial window)
+            sums = self.windows.get(-(-row["step"] // self.log_every) * self.log_every)
+            if sums is None:
+                continue
+            for i, kind in enumerate(("original", "replaced", "false_negative")):
+                correct, n = sums[2 * i], sums[2 * i + 1]
+                row[f"disc_acc_{kind}"] = float(correct / n) if n else None
+                row[f"disc_n_{kind}"] = float(n)
+        return history
+
+    def identity(self) -> dict:
+        """Everything that decides what this hook does: a checkpoint of another arm is not resumed."""
+        from mlmlib.checkpoint import tensors_digest
+
+        identity = {"arm": dataclasses.asdict(self.arm), "log_every": self.log_every,
+                    "top_pairs": self.top_pairs,
+                    "table": f"{self.table.source}:{self.table.vocab_size}:{tensors_digest([self.table.keys])}",
+                    "vocab": tensors_digest([self.continuation])}
+        if self.injection is not None:  # the key of a run without injection stays as it was
+            identity["injection"] = {"rate": self.injection.rate, "seed": self.seed,
+                                     "table": tensors_digest([self.injection.table.keys])}
+        return identity
+
+    def state_dict(self) -> dict:
+        """The statistics gathered so far (JSON-able): saved in each training checkpoint, so a
+        resumed or already finished run records the same statistics as an uninterrupted one."""
+        state = {"windows": [[end, sums.tolist()] for end, sums in sorted(self.windows.items())],
+                 "pairs": [[a, b, c] for (a, b), c in self.pairs.items()]}
+        if self._inject_rng is not None:  # the injection's draws go on where they stopped
+            state["inject_rng"] = self._inject_rng.get_state().tolist()
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore the statistics of state_dict()."""
+        self.windows = {int(end): np.asarray(sums, dtype=np.float64) for end, sums in state["windows"]}
+        self.pairs = Counter({(int(a), int(b)): int(c) for a, b, c in state["pairs"]})
+        if state.get("inject_rng") is not None:
+            self._inject_state = torch.tensor(state["inject_rng"], dtype=torch.uint8)
+            self._inject_rng = None
+
+    def top_false_negatives(self, vocab: Sequence[str]) -> list[dict]:
+        """The most frequent (original, sample) false-negative pairs seen on log steps."""
+        return [{"original": vocab[a], "sample": vocab[b], "count": c}
+                for (a, b), c in self.pairs.most_common(self.top_pairs)]

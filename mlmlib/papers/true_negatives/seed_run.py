@@ -1,0 +1,177 @@
+"""B1's loop for one pretraining seed: every arm pretrained, fine-tuned on every task and seed,
+then the same encoder from scratch; and the checks that fail before any of it runs."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mlmlib.finetune import FinetuneConfig
+from mlmlib.models import POOLINGS, ModelSize
+from mlmlib.papers.true_negatives import qa
+from mlmlib.papers.true_negatives.arm_config import ArmConfig
+from mlmlib.papers.true_negatives.arm_pretraining import history_rows, pretrain_arm, warm_start
+from mlmlib.papers.true_negatives.config import SCRATCH, Start, Table
+from mlmlib.papers.true_negatives.downstream import TaskData, finetune_and_test
+from mlmlib.papers.true_negatives.lookup_tables import Tables, build_tables
+from mlmlib.papers.true_negatives.monitor import Injection
+from mlmlib.papers.true_negatives.substitution import check_substitution_pos
+from mlmlib.pretrain import PretrainConfig
+
+
+@dataclass
+class ArmRuns:
+    """What B1 records of one pretraining seed: training log, downstream rows, one row per arm."""
+
+    training: list[dict]
+    downstream: list[dict]
+    arms: list[dict]
+
+
+def check_lists(**lists: Sequence) -> None:
+    """Each named list (a notebook parameter) must be non-empty and repeat no value."""
+    for name, values in lists.items():
+        if isinstance(values, (str, int)) or not len(values):
+            raise ValueError(f"parameter {name} must be a non-empty list, got {values!r}")
+        if len(set(values)) != len(values):
+            raise ValueError(f"parameter {name} lists a value twice: {list(values)!r}")
+
+
+
+def check_pooling(pooling: str) -> None:
+    """The classifier head must be one mlmlib.models builds."""
+    if pooling not in POOLINGS:
+        raise ValueError(f"parameter pooling must be one of {POOLINGS}, got {pooling!r}")
+
+
+def check_parameters(arms: Sequence[str], tasks: Sequence[str], finetune_seeds: Sequence[int], *,
+                     pooling: str = "mean", substitution_pos: str = "unambiguous") -> None:
+    """Fail at once, naming B1's parameter, on lists and choices that B1 cannot run."""
+    from mlmlib.data.tasks import EMBEDDED_TASKS, HUB_TASKS
+
+    check_lists(arms=arms, tasks=tasks, finetune_seeds=finetune_seeds)
+    known = (*EMBEDDED_TASKS, *HUB_TASKS, *qa.QA_TASKS)
+    unknown = [t for t in tasks if t not in known]
+    if unknown:
+        raise ValueError(f"parameter tasks: unknown {unknown}; known tasks: {', '.join(known)}")
+    check_pooling(pooling)
+    check_substitution_pos(substitution_pos)
+
+
+def tables_for_arms(vocab: Sequence[str], special_tokens: Sequence[str], table: Table,
+                    arms: Sequence[ArmConfig], synonym_rate: float = 0.0,
+                    ) -> tuple[dict[str, Tables], Injection | None]:
+    """The lookup tables of the run's source and of every arm's own ('@source'), built once each,
+    and the synonym injection (None at rate 0): true synonyms are WordNet's pairs that the
+    correction may use, never the held-out ones."""
+    tables = {s: build_tables(vocab, special_tokens, dataclasses.replace(table, source=s))
+              for s in dict.fromkeys(a.source or table.source for a in arms)}
+    if not synonym_rate:
+        return tables, None
+    wordnet = tables.get("wordnet") or build_tables(
+        vocab, special_tokens, dataclasses.replace(table, source="wordnet"))
+    return tables, Injection(wordnet.correction, synonym_rate)
+
+
+def setup_text(start: Start, injection: Injection | None, size: ModelSize, data: dict,
+               vocab_size: int, arms: Sequence[ArmConfig]) -> str:
+    """What B1 is about to train, in words: the start, the injection, the data and the arms."""
+    lines = []
+    if start.base != SCRATCH:
+        lines.append(
+            f"every arm's encoder starts from {start.base} (hidden {size.hidden}, {size.layers} "
+            "layers): a scaled-down proxy. It shows the corrections during continued pretraining "
+            "of a real encoder, not during pretraining from scratch as in the paper; "
+            + ("the heads and ELECTRA's generator start fresh" if start.generator == "fresh" else
+               f"ELECTRA's generator is {start.base} with its fitted MLM head (layers frozen), "
+               "the MLM arms continue it")
+            + ", and scratch is the same encoder randomly initialised.")
+    if injection is not None:
+        lines.append(
+            f"synonym injection (a stand-in, not the paper's method): {injection.rate:.0%} of the "
+            "masked whole words that have a WordNet synonym get one as their generator sample, so "
+            "the discriminator sees true synonyms labelled 'replaced' at a known rate.")
+    lines.append(f"{data['input_ids'].shape[0]} sequences of {data['input_ids'].shape[1]} tokens; "
+                 f"vocabulary {vocab_size}; arms: {', '.join(a.name for a in arms)}")
+    return "\n".join(lines)
+
+
+def run_arms(
+    arms: Sequence[ArmConfig], tables: dict[str, Tables], vocab: Sequence[str],
+    tasks: Sequence[TaskData], data: dict, size: ModelSize, config: PretrainConfig,
+    finetune_configs: Sequence[FinetuneConfig], *,
+    source: str, mask_id: int, num_special: int, generator_fraction: float, data_key: dict,
+    warm_start_steps: int = 0, warm_start_seed: int = 0, pooling: str = "mean",
+    checkpoint_dir: Path | None = None, log: Callable[[str], Any] | None = print,
+    start: Start = Start(), injection: Injection | None = None,
+) -> ArmRuns:
+    """Pretrain every arm with seed config.seed, fine-tune it on every task and seed, then `scratch`.
+
+    `tables`: source -> Tables, for `source` (the run's) and every arm's own; `data_key`
+    identifies `data` in the warm start's cache key. With config.checkpoint_every, each arm
+    checkpoints in a subfolder of `checkpoint_dir`. Every arm starts from `start` (see `Start`);
+    `scratch` is always the same encoder randomly initialised. `injection`: synonyms put into
+    the ELECTRA arms' generator samples (the same draws in every arm of the seed until their
+    samples differ). Everything is checked before training.
+    """
+    check_lists(arms=[a.name for a in arms], tasks=[t.name for t in tasks],
+                finetune_seeds=[ft.seed for ft in finetune_configs])
+    check_pooling(pooling)
+    missing = sorted({a.source or source for a in arms} - set(tables))
+    if missing:
+        raise ValueError(f"tables has no entry for source(s) {missing}; build_tables for each arm's source")
+    seed = config.seed
+    training, downstream, arm_rows = [], [], []
+    for arm in arms:
+        warm = None
+        if warm_start_steps:
+            warm = warm_start(arm.objective, size, generator_fraction, data, config,
+                              steps=warm_start_steps, seed=warm_start_seed, mask_id=mask_id,
+                              num_special=num_special, data_key=data_key, start=start)
+        folder = None
+        if checkpoint_dir is not None and config.checkpoint_every:
+            folder = Path(checkpoint_dir) / arm.name.replace("/", "_")
+        result = pretrain_arm(arm, tables[arm.source or source], vocab, data, size, config,
+                              mask_id=mask_id, num_special=num_special,
+                              generator_fraction=generator_fraction, model=warm, checkpoint_dir=folder,
+                              start=start, injection=injection)
+        training += history_rows(result, seed)
+        arm_rows.append({"arm": arm.name, "objective": arm.objective, "method": arm.method,
+                         "pretrain_seed": seed, "step_ms": result.step_ms,
+                         "top_false_negatives": result.top_false_negatives[:10]})
+        for task in tasks:
+            for ft in finetune_configs:
+                row = finetune_and_test(result.model, size, task, ft, pooling=pooling)
+                downstream.append({"arm": arm.name, "objective": arm.objective, "method": arm.method,
+                                   "pretrain_seed": seed, **row})
+        if log:
+            last = result.history[-1]
+            injected = (f", {last['injected_frac']:.3f} of masked tokens injected synonyms"
+                        if last.get("injected_frac") is not None else "")
+            log(f"{arm.name}: {result.step_ms:.0f} ms/step, false negatives "
+                f"{last.get('fn_rate_replaced', 0):.4f} of replaced tokens at the end{injected}")
+    # the no-pretraining baseline: the same encoder, randomly initialised, fine-tuned alike
+    for task in tasks:
+        for ft in finetune_configs:
+            row = finetune_and_test(None, size, task, ft, pooling=pooling)
+            downstream.append({"arm": "scratch", "objective": "scratch", "method": "none",
+                               "pretrain_seed": seed, **row})
+    return ArmRuns(training, downstream, arm_rows)
+
+
+def b1_metrics(runs: ArmRuns, tables: dict[str, Tables], tasks: Sequence[TaskData],
+               steps: int) -> dict:
+    """What B1 records: the seed's rows, the tables and tasks it used, the substitution's sample
+    swaps, and the tokens each arm read in its own `steps` (the summary's dose)."""
+    return {
+        "training": runs.training,
+        "downstream": runs.downstream,
+        "arms": runs.arms,
+        "tables": [t.info for t in tables.values()],
+        "tasks": [t.info for t in tasks],
+        "substitution_samples": [row for t in tasks for row in t.samples],
+        "tokens_seen": int(sum(r["tokens_seen"] for r in runs.training if r["step"] == steps)),
+    }
