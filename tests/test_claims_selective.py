@@ -357,3 +357,11 @@ def test_a_task_text_without_list_words_fails_the_masking_control():
     (row,) = selective_claims(rows, PRIORS, delta=0.004, composition=none_listed)
     assert row["verdict"] == verdicts.INSENSITIVE
     assert "no list word in the task's text" in verdicts.controls_note(row["verdict"], row["controls"])
+
+
+def test_the_mlm_dose_reads_the_groups_and_the_records_from_before_them():
+    grouped = {"mlm": {"steps": 10000, "lr": 5.0e-5}, "text": {"max_length": 128}}  # a plan's overrides
+    assert claims.mlm_tokens(grouped) == 10000 * 32 * 128  # batch_size: ContinuedMLM's default
+    assert claims.mlm_tokens({}) == 60 * 32 * 40  # the smoke defaults
+    flat = {"mlm_steps": 30, "mlm_batch_size": 32, "max_length": 128}  # a record before the groups
+    assert claims.mlm_tokens(flat) == 30 * 32 * 128

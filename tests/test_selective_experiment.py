@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 from copy import deepcopy
 from pathlib import Path
 
@@ -23,6 +21,7 @@ TEXTS = [
     "the worst chips i have ever had: soggy, bland and greasy",
     "an excellent snack for kids, healthy and tasty",
 ] * 30
+VADER = se.WordList("vader")
 WORDS = ["good", "great", "excellent", "delicious", "tasty", "nice", "bad", "terrible", "worst",
          "awful", "coffee", "tea", "dog", "price", "bag", "the", "and", "it", "i"]
 
@@ -83,7 +82,7 @@ def test_word_types_cover_words(corpus, tokenizer):
 @pytest.mark.parametrize("function", se.SELECTIVE)
 def test_realised_rate_close_to_target(corpus, scores, tokenizer, function):
     cfg = se.MaskingConfig(target_rate=0.2, tau=0.9)
-    arms = se.prepare_arms(["random", function], corpus, scores, cfg)
+    arms = se.prepare_arms(["random", function], corpus, scores, cfg, word_list=VADER)
     assert arms[function].expected_rate == pytest.approx(0.2, abs=1e-4)
     rows = se.realised_rates(arms, mask_id=tokenizer.mask_token_id, vocab_size=len(tokenizer), repeats=20)
     for row in rows:
@@ -91,13 +90,14 @@ def test_realised_rate_close_to_target(corpus, scores, tokenizer, function):
 
 
 def test_selective_prefers_task_words(corpus, scores):
-    arms = se.prepare_arms(["linear"], corpus, scores, se.MaskingConfig())
+    arms = se.prepare_arms(["linear"], corpus, scores, se.MaskingConfig(), word_list=VADER)
     p = dict(zip(corpus.words, arms["linear"].word_probs))
     assert p["good"] > p["coffee"] and p["terrible"] > p["dog"]
 
 
 def test_whole_words_and_no_specials(corpus, scores, tokenizer):
-    data = se.prepare_arms(["exponential"], corpus, scores, se.MaskingConfig())["exponential"].data
+    data = se.prepare_arms(["exponential"], corpus, scores, se.MaskingConfig(),
+                           word_list=VADER)["exponential"].data
     _, masked = _draw(tokenizer, data, 0)
     assert masked.any()
     special = data["special_tokens_mask"].bool() | ~data["attention_mask"].bool()
@@ -113,9 +113,12 @@ def test_whole_words_and_no_specials(corpus, scores, tokenizer):
 
 
 def test_determinism_by_seed(corpus, scores, tokenizer):
-    arms = se.prepare_arms(["step", "random-count"], corpus, scores, se.MaskingConfig(tau=0.9), seed=3)
-    again = se.prepare_arms(["step", "random-count"], corpus, scores, se.MaskingConfig(tau=0.9), seed=3)
-    other = se.prepare_arms(["random-count"], corpus, scores, se.MaskingConfig(tau=0.9), seed=4)
+    arms = se.prepare_arms(["step", "random-count"], corpus, scores, se.MaskingConfig(tau=0.9), seed=3,
+                           word_list=VADER)
+    again = se.prepare_arms(["step", "random-count"], corpus, scores, se.MaskingConfig(tau=0.9), seed=3,
+                           word_list=VADER)
+    other = se.prepare_arms(["random-count"], corpus, scores, se.MaskingConfig(tau=0.9), seed=4,
+                           word_list=VADER)
     assert torch.equal(arms["random-count"].data["mask_prob"], again["random-count"].data["mask_prob"])
     assert not torch.equal(arms["random-count"].data["mask_prob"], other["random-count"].data["mask_prob"])
     a, b, c = (_draw(tokenizer, arms["step"].data, s)[1] for s in (1, 1, 2))
@@ -124,7 +127,7 @@ def test_determinism_by_seed(corpus, scores, tokenizer):
 
 def test_count_control_matches_a_selective_draw(corpus, scores):
     cfg = se.MaskingConfig(count_match="exponential", count_copies=3)
-    arm = se.prepare_arms(["exponential"], corpus, scores, cfg)["exponential"]
+    arm = se.prepare_arms(["exponential"], corpus, scores, cfg, word_list=VADER)["exponential"]
     gen = torch.Generator().manual_seed(0)
     data = se._count_matched_data(arm.data["mask_prob"], corpus, 3, torch.Generator().manual_seed(0))
     # redo the same draws to compare the per-sentence word counts
@@ -155,24 +158,34 @@ def test_few_label_indices_stratified_and_seeded():
 @pytest.mark.parametrize("kwargs, match", [
     ({"target_rate": 0.0}, "target_rate"),
     ({"target_rate": 1.0}, "target_rate"),
-    ({"word_list": "emoji"}, "word_list must be one of"),
     ({"count_match": "cubic"}, "count_match must be one of"),
     ({"score_method": "mean"}, "score_method must be one of"),
-    ({"word_list_size": -1}, "word_list_size"),
-    ({"word_list_size": 2.5}, "word_list_size"),
+    ({"count_copies": 0}, "count_copies must be an int >= 1"),
 ])
 def test_bad_config(kwargs, match):
     with pytest.raises(ValueError, match=match):
         se.MaskingConfig(**kwargs)
 
 
+@pytest.mark.parametrize("kwargs, match", [
+    ({"name": "emoji"}, "word_list must be one of"),
+    ({"size": -1}, "word_list_size"),
+    ({"size": 2.5}, "word_list_size"),
+])
+def test_bad_word_list(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        se.WordList(**kwargs)
+
+
 def test_bad_arms(corpus, scores):
     with pytest.raises(ValueError, match="arms: unknown arm"):
-        se.prepare_arms(["random", "cubic"], corpus, scores, se.MaskingConfig())
+        se.prepare_arms(["random", "cubic"], corpus, scores, se.MaskingConfig(), word_list=VADER)
     with pytest.raises(ValueError, match="arms must be a non-empty list"):
         se.prepare_arms([], corpus, scores, se.MaskingConfig())
     with pytest.raises(ValueError, match="scores"):
         se.prepare_arms(["linear"], corpus, None, se.MaskingConfig())
+    with pytest.raises(ValueError, match="word list"):  # it keys the continued-MLM cache
+        se.prepare_arms(["linear"], corpus, scores, se.MaskingConfig())
 
 
 def test_unknown_function_and_unreachable_rate(corpus, scores):
@@ -183,7 +196,7 @@ def test_unknown_function_and_unreachable_rate(corpus, scores):
     # linear with p_min = 0: words scored 0 never mask, so a rate above their complement is out of reach
     cfg = se.MaskingConfig(p_min=0.0, target_rate=0.99)
     with pytest.raises(ValueError, match="target_rate=0.99 cannot be reached"):
-        se.prepare_arms(["linear"], corpus, scores, cfg)
+        se.prepare_arms(["linear"], corpus, scores, cfg, word_list=VADER)
 
 
 def test_bad_word_lists(corpus, vectors):
@@ -212,11 +225,11 @@ def test_score_corpus_uses_the_config_sample(corpus, vectors, monkeypatch):
     from mlmlib import data
 
     monkeypatch.setattr(data, "load_word_list", lambda name: {w: 1.0 for w in WORDS[:10]})
-    config = se.MaskingConfig(word_list_size=4, word_list_seed=7)
-    scores, words = se.score_corpus(corpus, config, vectors)
+    word_list = se.WordList("vader", size=4, seed=7)
+    scores, words = se.score_corpus(corpus, word_list, se.MaskingConfig(), vectors)
     assert words == se.small_word_list({w: 1.0 for w in WORDS[:10]}, 4, vectors, seed=7)
     assert scores.list_found == 4
-    assert config.list_label == "vader, 4 words" and se.MaskingConfig().list_label == "vader"
+    assert word_list.label == "vader, 4 words" and se.WordList("vader").label == "vader"
 
 
 def test_majority_scores_match_sklearn():
@@ -327,28 +340,61 @@ def test_encode_task_split_cuts_every_text(tokenizer):
     assert row[-2] == last  # before [SEP]: the review's last word piece
 
 
-# MaskingConfig fields the notebooks pass a parameter of another name
-PARAM_OF_FIELD = {"word_list_seed": "seed"}
-
-
-@pytest.mark.parametrize("notebook, expected", [
-    ("C1_task_scores", {"target_rate", "tau", "ratio", "p_min", "p_max", "beta", "score_method",
-                        "vectors", "word_list", "word_list_size", "truncation", "seed"}),
-    ("C2_selective_mlm", {"target_rate", "tau", "ratio", "p_min", "p_max", "beta", "score_method",
-                          "vectors", "word_list_size", "count_match", "count_copies", "pooling",
-                          "truncation", "seed"}),
+@pytest.mark.parametrize("notebook, groups", [
+    ("C1_task_scores", {"base", "masking", "text"}),
+    ("C2_selective_mlm", {"base", "masking", "text", "mlm", "finetune"}),
 ])
-def test_notebook_defaults_are_the_library_defaults(notebook, expected):
-    # the parameters cell repeats the library's defaults so that the page shows them; they must agree
+def test_notebooks_take_the_paper_groups(notebook, groups):
+    # the page's parameters cell names each group's dataclass: its defaults are the page's
+    from mlmlib.runs.plans import notebook_groups
+
     path = Path(__file__).resolve().parents[1] / "notebooks" / f"{notebook}.ipynb"
+    assert set(notebook_groups(str(path))) == groups
     params = notebook_parameters(str(path))
-    defaults = {PARAM_OF_FIELD.get(f.name, f.name): (f"MaskingConfig.{f.name}", f.default)
-                for f in dataclasses.fields(se.MaskingConfig)}
-    defaults["pooling"] = ("run_arms(pooling=)", inspect.signature(se.run_arms).parameters["pooling"].default)
-    defaults["truncation"] = ("tokenized_corpus(truncation=)",
-                              inspect.signature(se.tokenized_corpus).parameters["truncation"].default)
-    checked = set(defaults) & set(params)
-    assert checked == expected  # a renamed parameter or field must be noticed, not skipped
-    wrong = [f"{name} = {params[name]!r} but {where} = {default!r}"
-             for name, (where, default) in defaults.items() if name in params and params[name] != default]
-    assert not wrong, f"{notebook}: " + "; ".join(wrong)
+    assert all(params[name] == {} for name in groups)  # every default comes from the dataclass
+
+
+@pytest.mark.parametrize("cls, overrides, match", [
+    ("FineTuning", {"label_regimes": ("few", "some")}, "label_regimes must be a non-empty list"),
+    ("FineTuning", {"label_regimes": ()}, "label_regimes must be a non-empty list"),
+    ("FineTuning", {"pooling": "max"}, "pooling must be one of"),
+    ("FineTuning", {"all_max_steps": -1}, "all_max_steps must be an int >= 0"),
+    ("ContinuedMLM", {"steps": 0}, "steps must be an int >= 1"),
+    ("ContinuedMLM", {"lr": 0.0}, "lr must be a number > 0"),
+    ("TaskText", {"truncation": "tail"}, "truncation must be one of"),
+])
+def test_bad_groups_name_the_field(cls, overrides, match):
+    from mlmlib import configs
+    from mlmlib.papers.selective_masking import config
+
+    with pytest.raises(ValueError, match=match):
+        configs.build(getattr(config, cls), overrides, cls)
+
+
+def test_run_seed_runs_every_arm_at_tiny_size(tmp_path, monkeypatch):
+    from mlmlib.base_config import BaseModelConfig
+    from mlmlib.papers.selective_masking import seed_run
+    from mlmlib.papers.selective_masking.config import (
+        ContinuedMLM,
+        FineTuning,
+        MaskingConfig,
+        TaskText,
+    )
+
+    monkeypatch.setenv("MLMLIB_WORK", str(tmp_path))
+    result = seed_run.run_seed(
+        "amazon-food", ["vader"], 50, ["scratch", "none", "random", "exponential"], 3,
+        base=BaseModelConfig(steps=2, hidden=16, layers=1, heads=1, max_sentences=100,
+                             max_length=32),
+        masking=MaskingConfig(), text=TaskText(max_length=32, train_size=80),
+        mlm=ContinuedMLM(steps=2, batch_size=8),
+        finetune=FineTuning(few_labels=16, few_epochs=1, validation_size=16, test_size=16))
+    assert [(r["arm"], r["word_list"], r["labels"]) for r in result.rows] == [
+        ("scratch", "-", "few"), ("none", "-", "few"), ("random", "-", "few"),
+        ("exponential", "vader, 50 words", "few")]
+    assert all(r["seed"] == 3 and r["task"] == "amazon-food" and r["train_examples"] == 16
+               for r in result.rows)
+    assert result.rows[-1]["lexicon"] == "vader" and result.rows[-1]["list_size"] == 50
+    rates = {(r["arm"], r["word_list"]): r["rate"] for r in result.expected_rates}
+    assert rates[("random", "-")] == 0.2 and rates[("exponential", "vader, 50 words")] == pytest.approx(0.2, abs=0.01)
+    assert 0 < result.majority["majority_accuracy"] <= 1 and "4 arms" in result.summary

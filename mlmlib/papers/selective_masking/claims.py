@@ -17,8 +17,10 @@ from collections import Counter
 
 import pandas as pd
 
-from mlmlib import stats, verdicts
+from mlmlib import configs, stats, verdicts
+from mlmlib.papers.selective_masking.config import ContinuedMLM, TaskText
 from mlmlib.papers.selective_masking.experiment import SELECTIVE
+from mlmlib.papers.selective_masking.metrics import METRIC_NAMES, PRIOR_KEYS, check_metric, claim_metric
 from mlmlib.verdicts import (  # noqa: F401 - shared by the three papers, used by the notebooks
     SCORECARD_COLUMNS,
     SCORECARD_KEYS,
@@ -29,13 +31,6 @@ from mlmlib.verdicts import (  # noqa: F401 - shared by the three papers, used b
 # The rows every summary saves under "scorecard": the same keys for every paper.
 # The paper's claim, as the scorecard words it when no comparison was made.
 CLAIM = "Selective masking beats random masking"
-# The test metrics C2 records per row (finetune.evaluate's "f1" is macro-F1), as the page names them
-METRIC_NAMES = {"accuracy": "accuracy", "f1": "macro-F1"}
-# C2's record keys of the majority-class score per metric (experiment.majority_scores)
-PRIOR_KEYS = {"accuracy": "majority_accuracy", "f1": "majority_f1"}
-# Tasks whose claims use another metric than the summary's: always answering "not hate speech"
-# is right on about 93% of the tweets, so accuracy hides a classifier that learned nothing.
-TASK_METRICS = {"tweets-hate-speech": "f1"}
 TESTBED = "real text: MiniLM base"
 # The margin against the nearest anchor that reports an effect (verdicts.delta_against_paper): paper C
 # reports none we could read; Train No Evil's selective - random gains were 0.88, 1.13 and 1.12
@@ -52,20 +47,6 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
     if not frame.empty and "task" not in frame:
         frame["task"] = "-"
     return frame
-
-
-def check_metric(metric: str, task_metrics: dict[str, str] | None = None) -> None:
-    """Raise unless `metric` and every value of `task_metrics` is a metric C2 records."""
-    if metric not in METRIC_NAMES:
-        raise ValueError(f"metric must be one of {list(METRIC_NAMES)}, got {metric!r}")
-    bad = {t: m for t, m in (task_metrics or {}).items() if m not in METRIC_NAMES}
-    if bad:
-        raise ValueError(f"task_metrics: {bad} are not metrics; allowed: {list(METRIC_NAMES)}")
-
-
-def claim_metric(task: str, metric: str = "accuracy", task_metrics: dict[str, str] | None = None) -> str:
-    """The metric the claims about `task` use: its entry in `task_metrics`, else `metric`."""
-    return (task_metrics or {}).get(task, metric)
 
 
 def task_priors(runs: pd.DataFrame, metric: str = "accuracy",
@@ -275,8 +256,17 @@ def conclusion(claims: list[dict], floor: list[dict] = ()) -> tuple[str, str]:
 
 
 def mlm_tokens(params: dict) -> int:
-    """Tokens the continued MLM reads per arm: steps x batch x length."""
-    return int(params["mlm_steps"]) * int(params["mlm_batch_size"]) * int(params["max_length"])
+    """Tokens the continued MLM reads per arm: steps x batch x length, of C2's `mlm` and `text`
+    groups (a plan's overrides, resolved against the defaults); records made before the groups
+    name them mlm_steps, mlm_batch_size and max_length."""
+    if "mlm_steps" in params and not pd.isna(params["mlm_steps"]):
+        return int(params["mlm_steps"]) * int(params["mlm_batch_size"]) * int(params["max_length"])
+
+    def group(cls, key):
+        return configs.resolve(cls, params.get(key) if isinstance(params.get(key), dict) else {})
+
+    mlm, text = group(ContinuedMLM, "mlm"), group(TaskText, "text")
+    return int(mlm["steps"]) * int(mlm["batch_size"]) * int(text["max_length"])
 
 
 def dose_text(ours: list[dict], paper: list[dict]) -> str:

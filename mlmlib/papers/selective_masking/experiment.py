@@ -33,61 +33,17 @@ import torch
 from mlmlib import cache
 from mlmlib.masking import mask_tokens
 from mlmlib.papers.selective_masking import selective as sel
-from mlmlib.papers.selective_masking.lexicons import SCORE_METHODS, TaskScores, task_scores
-from mlmlib.params import parameter_names
+from mlmlib.papers.selective_masking.config import (
+    LABEL_REGIMES,
+    TRUNCATIONS,
+    MaskingConfig,
+    WordList,
+)
+from mlmlib.papers.selective_masking.lexicons import TaskScores, task_scores
 from mlmlib.tokenize import encode, encode_split
 
 SELECTIVE = sel.FUNCTIONS  # ("step", "linear", "exponential")
 ARMS = ("scratch", "none", "random", "random-count", *SELECTIVE)
-LABEL_REGIMES = ("few", "all")
-
-
-@dataclass
-class MaskingConfig:
-    """How the arms score words and mask: the word list, the functions' shapes and the rate."""
-
-    word_list: str = "vader"
-    word_list_size: int = 0      # 0: the whole list; N: a sample of N of its words (with a vector)
-    word_list_seed: int = 0      # the seed that draws that sample
-    vectors: str = "glove-6b-50d"
-    score_method: str = "max"    # "max" or "topk-mean" (lexicons.SCORE_METHODS)
-    target_rate: float = 0.20    # the random baseline's rate (the paper: 20%)
-    tau: float = 0.9             # step: threshold on the raw score (list words score 1)
-    ratio: float = 4.0           # step: p_hi / p_lo
-    p_min: float = 0.1           # linear: weight at the lowest score
-    p_max: float = 1.0           # linear: weight at the highest score
-    beta: float = 3.0            # exponential: exp(beta * normalised score)
-    count_match: str = "exponential"  # random-count: the selective function whose counts it copies
-    count_copies: int = 4        # random-count: pre-drawn masked copies of the corpus
-
-    def __post_init__(self) -> None:
-        from mlmlib.data import WORD_LISTS
-
-        if self.word_list not in WORD_LISTS:
-            raise ValueError(f"word_list must be one of {WORD_LISTS}, got {self.word_list!r}")
-        if isinstance(self.word_list_size, bool) or not isinstance(self.word_list_size, int) \
-                or self.word_list_size < 0:
-            raise ValueError("word_list_size must be an int >= 0 (0: the whole list), "
-                             f"got {self.word_list_size!r}")
-        if self.score_method not in SCORE_METHODS:
-            raise ValueError(f"score_method must be one of {SCORE_METHODS}, got {self.score_method!r}")
-        if isinstance(self.target_rate, bool) or not isinstance(self.target_rate, (int, float)) \
-                or not 0.0 < self.target_rate < 1.0:
-            raise ValueError(f"target_rate must be in the open interval (0, 1), got {self.target_rate!r}")
-        if self.count_match not in SELECTIVE:
-            raise ValueError(f"count_match must be one of {SELECTIVE}, got {self.count_match!r}")
-        if not isinstance(self.count_copies, int) or self.count_copies < 1:
-            raise ValueError(f"count_copies must be an int >= 1, got {self.count_copies!r}")
-
-    @property
-    def list_label(self) -> str:
-        """The word list as results name it: "vader", or "vader, 100 words" for a sample."""
-        return self.word_list if not self.word_list_size else f"{self.word_list}, {self.word_list_size} words"
-
-    def function_params(self) -> dict:
-        """Keyword arguments of `selective.masking_weights`."""
-        return {"tau": self.tau, "ratio": self.ratio, "p_min": self.p_min, "p_max": self.p_max,
-                "beta": self.beta}
 
 
 def check_arms(arms) -> list[str]:
@@ -105,9 +61,8 @@ def check_arms(arms) -> list[str]:
 # What a text longer than max_length keeps. "head": its first pieces (BERT's usual cut, and
 # this book's until the cpu floor pilot). "head+tail": its first quarter and last three
 # quarters of pieces, cut at whole words (Sun et al. 2019 found 128 + 382 of 512 best for long
-# reviews; the papers do not say how they cut). Our reconstruction: switchable per run.
-TRUNCATIONS = ("head", "head+tail")
-
+# reviews; the papers do not say how they cut). Our reconstruction: switchable per run
+# (config.TRUNCATIONS).
 
 def shorten_texts(tokenizer, texts: list[str], max_length: int, truncation: str = "head") -> list[str]:
     """Texts that fit in `max_length` tokens (special tokens included) as `truncation` says.
@@ -213,17 +168,18 @@ def small_word_list(word_list: dict[str, float], size: int, vectors, seed: int =
     if isinstance(size, int) and size > len(with_vector):
         raise ValueError(f"word_list_size={size} is more than the {len(with_vector)} words of the "
                          "list that have a vector: give a smaller size, or 0 for the whole list")
-    with parameter_names(size="word_list_size"):
-        return sample_words(with_vector, size, seed)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise ValueError(f"word_list_size must be an int >= 0 (0: the whole list), got {size!r}")
+    return sample_words(with_vector, size, seed)
 
 
-def score_corpus(corpus: TokenizedCorpus, config: MaskingConfig, vectors=None) -> tuple[TaskScores, list[str]]:
+def score_corpus(corpus: TokenizedCorpus, word_list: WordList, config: MaskingConfig,
+                 vectors=None) -> tuple[TaskScores, list[str]]:
     """Task score of every word type of the corpus; returns (scores, the list words used)."""
     from mlmlib.data import load_vectors, load_word_list
 
     vectors = vectors if vectors is not None else load_vectors(config.vectors)
-    words = small_word_list(load_word_list(config.word_list), config.word_list_size, vectors,
-                            config.word_list_seed)
+    words = small_word_list(load_word_list(word_list.name), word_list.size, vectors, word_list.seed)
     return task_scores(corpus.words, words, vectors, method=config.score_method), words
 
 
@@ -267,12 +223,19 @@ def _count_matched_data(probs: torch.Tensor, corpus: TokenizedCorpus, copies: in
 
 
 def prepare_arms(arms, corpus: TokenizedCorpus, scores: TaskScores | None, config: MaskingConfig,
-                 seed: int = 0) -> dict[str, ArmMasking]:
-    """Masking of every arm, calibrated to the same expected rate; raises before any training."""
+                 seed: int = 0, word_list: WordList | None = None) -> dict[str, ArmMasking]:
+    """Masking of every arm, calibrated to the same expected rate; raises before any training.
+
+    The selective and random-count arms need the task `scores` and the `word_list` they came from
+    (it keys the continued-MLM cache).
+    """
     arms = check_arms(arms)
     needs_scores = any(a in SELECTIVE or a == "random-count" for a in arms)
-    if needs_scores and scores is None:
-        raise ValueError("scores: the selective and random-count arms need the task scores (score_corpus)")
+    if needs_scores and (scores is None or word_list is None):
+        raise ValueError("scores: the selective and random-count arms need the task scores and "
+                         "their word list (score_corpus)")
+    listed = {"word_list": word_list.name, "word_list_size": word_list.size,
+              "word_list_seed": word_list.seed} if word_list else {}
     valid = corpus.word_type >= 0
     out: dict[str, ArmMasking] = {}
     word_probs: dict[str, sel.WordProbs] = {}
@@ -295,12 +258,12 @@ def prepare_arms(arms, corpus: TokenizedCorpus, scores: TaskScores | None, confi
             gen = torch.Generator().manual_seed(seed)
             data = _count_matched_data(probs, corpus, config.count_copies, gen)
             rate = float(data["mask_prob"][data["word_ids"] >= 0].mean())
-            out[arm] = ArmMasking(arm, data, rate, key=asdict(config) | {"seed": seed})
+            out[arm] = ArmMasking(arm, data, rate, key=asdict(config) | listed | {"seed": seed})
         else:
             wp = word_probs[arm]
             probs = position_probs(arm)
             out[arm] = ArmMasking(arm, corpus.data | {"mask_prob": probs},
-                                  float(probs[valid].mean()), wp.scale, wp.probs, key=asdict(config))
+                                  float(probs[valid].mean()), wp.scale, wp.probs, key=asdict(config) | listed)
     return out
 
 

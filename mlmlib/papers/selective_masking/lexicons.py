@@ -15,7 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-SCORE_METHODS = ("max", "topk-mean")
+from mlmlib.papers.selective_masking.config import SCORE_METHODS
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-FUNCTIONS = ("step", "linear", "exponential")
+from mlmlib.papers.selective_masking.config import FUNCTIONS
 
 
 def _check_rate(name: str, rate: float) -> None:

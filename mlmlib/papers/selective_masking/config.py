@@ -1,0 +1,152 @@
+"""Paper C's parameter groups: how the arms mask, the task text, continued MLM and fine-tuning.
+
+C1 and C2 take each group as one dict of overrides (`masking = {}`); the defaults are the smoke
+profile's, and each field's comment gives the paper's value. The word list (its name, sample
+size and seed) is not a group: it names a run's results ("vader, 100 words"), so the notebooks
+keep `word_list(s)` and `word_list_size` as their own parameters and pass a `WordList`.
+Standard library only, so the plan loader can check a plan's groups without importing torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FUNCTIONS = ("step", "linear", "exponential")  # the selective masking functions
+SCORE_METHODS = ("max", "topk-mean")  # how a word's similarities to the list become its score
+TRUNCATIONS = ("head", "head+tail")
+LABEL_REGIMES = ("few", "all")
+POOLINGS = ("mean", "cls")  # as mlmlib.models.POOLINGS
+
+
+def _positive(group: object, *names: str) -> None:
+    for name in names:
+        value = getattr(group, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+
+
+def _not_negative(group: object, *names: str) -> None:
+    for name in names:
+        value = getattr(group, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+
+
+def _rate(group: object, *names: str) -> None:
+    for name in names:
+        value = getattr(group, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ValueError(f"{name} must be a number > 0, got {value!r}")
+
+
+@dataclass(frozen=True)
+class WordList:
+    """The task word list a run scores against: a lexicon, or a seeded sample of it."""
+
+    name: str = "vader"  # "vader", "bing", "afinn" (sentiment) or "profanity" (offensive words)
+    size: int = 0        # 0: the whole list; N: a sample of N of its words (with a vector)
+    seed: int = 0        # the seed that draws that sample (the notebooks pass theirs)
+
+    def __post_init__(self) -> None:
+        from mlmlib.data.wordlists import WORD_LISTS  # numpy at import: not at this module's
+
+        if self.name not in WORD_LISTS:
+            raise ValueError(f"word_list must be one of {WORD_LISTS}, got {self.name!r}")
+        if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 0:
+            raise ValueError(f"word_list_size must be an int >= 0 (0: the whole list), got {self.size!r}")
+
+    @property
+    def label(self) -> str:
+        """The word list as results name it: "vader", or "vader, 100 words" for a sample."""
+        return self.name if not self.size else f"{self.name}, {self.size} words"
+
+
+@dataclass(frozen=True)
+class MaskingConfig:
+    """How the arms score words and mask: the vectors, the functions' shapes and the rate."""
+
+    vectors: str = "glove-6b-50d"   # paper: "glove-6b-300d" (gensim download)
+    score_method: str = "max"       # or "topk-mean"
+    target_rate: float = 0.2        # the random baseline's rate (the paper: 20%)
+    tau: float = 0.9                # step: threshold on the task score (list words score 1)
+    ratio: float = 4.0              # step: p_hi / p_lo
+    p_min: float = 0.1              # linear: weight at the lowest score
+    p_max: float = 1.0              # linear: weight at the highest score
+    beta: float = 3.0               # exponential: weight exp(beta * normalised score)
+    count_match: str = "exponential"  # random-count: the function whose per-sentence counts it copies
+    count_copies: int = 4           # random-count: pre-drawn masked copies of the corpus
+
+    def __post_init__(self) -> None:
+        if self.score_method not in SCORE_METHODS:
+            raise ValueError(f"score_method must be one of {SCORE_METHODS}, got {self.score_method!r}")
+        if isinstance(self.target_rate, bool) or not isinstance(self.target_rate, (int, float)) \
+                or not 0.0 < self.target_rate < 1.0:
+            raise ValueError(f"target_rate must be in the open interval (0, 1), got {self.target_rate!r}")
+        if self.count_match not in FUNCTIONS:
+            raise ValueError(f"count_match must be one of {FUNCTIONS}, got {self.count_match!r}")
+        _positive(self, "count_copies")
+
+    def function_params(self) -> dict:
+        """Keyword arguments of `selective.masking_weights`."""
+        return {"tau": self.tau, "ratio": self.ratio, "p_min": self.p_min, "p_max": self.p_max,
+                "beta": self.beta}
+
+
+@dataclass(frozen=True)
+class TaskText:
+    """Which training texts C1 scores and C2 trains on, and how they are cut."""
+
+    max_length: int = 40            # tokens per text (paper: 128, IMDb 256: reconstructed)
+    truncation: str = "head"        # what a longer text keeps: "head" or "head+tail" (its first
+                                    # quarter and last three quarters of pieces; our reconstruction)
+    train_size: int = 0             # training texts scored, masked and fine-tuned on (0: all)
+
+    def __post_init__(self) -> None:
+        if self.truncation not in TRUNCATIONS:
+            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {self.truncation!r}")
+        _positive(self, "max_length")
+        _not_negative(self, "train_size")
+
+
+@dataclass(frozen=True)
+class ContinuedMLM:
+    """C2's continued MLM of the base on the task's text (the rate is the masking's target_rate)."""
+
+    steps: int = 60                 # paper: thousands (the paper plan: 10,000)
+    batch_size: int = 32            # paper: 32 or more
+    lr: float = 0.001               # paper: 5e-5 for bert-base
+
+    def __post_init__(self) -> None:
+        _positive(self, "steps", "batch_size")
+        _rate(self, "lr")
+
+
+@dataclass(frozen=True)
+class FineTuning:
+    """C2's classifiers: label regimes, their training, and the splits that pick and score them."""
+
+    label_regimes: tuple[str, ...] = ("few",)  # and "all" (paper, test plans): few labels make MLM matter
+    few_labels: int = 400           # labelled examples in the few-label regime (of 3,600)
+    few_epochs: int = 5
+    all_epochs: int = 1             # paper: 3
+    all_max_steps: int = 65         # cap on the all-labels steps (0: all_epochs full epochs)
+    batch_size: int = 32            # paper: 32
+    lr: float = 1e-3                # paper: 2e-5
+    pooling: str = "mean"           # classifier head: "mean" of the token states or "cls" (paper: cls)
+    validation_size: int = 200      # validation examples for picking the best epoch (0: all)
+    test_size: int = 500            # test examples scored (0: all)
+    test_split: str = "test"        # paper: "validation" for sst2 and the hate speech set,
+                                    # whose test labels are hidden
+    selection_split: str = "validation"  # picks the best epoch; paper: "train-holdout" there
+    selection_holdout: int = 1000   # training texts set aside for "train-holdout"
+
+    def __post_init__(self) -> None:
+        regimes = list(self.label_regimes)
+        if not regimes or any(r not in LABEL_REGIMES for r in regimes) or len(set(regimes)) < len(regimes):
+            raise ValueError(f"label_regimes must be a non-empty list from {LABEL_REGIMES}, "
+                             f"got {regimes}")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
+        _positive(self, "few_labels", "few_epochs", "all_epochs", "batch_size", "selection_holdout")
+        _not_negative(self, "all_max_steps", "validation_size", "test_size")
+        _rate(self, "lr")
