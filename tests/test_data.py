@@ -383,7 +383,7 @@ def test_paper_plan_splits_exist_for_every_hub_task(monkeypatch):
     from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 
     from mlmlib.data import task_splits, tasks
-    from mlmlib.runs.plans import load_plan, notebook_parameters, notebooks_dir
+    from mlmlib.runs.plans import full_params, load_plan
 
     def hub_layout(name: str) -> DatasetDict:  # the splits and label values the hub serves
         spec = tasks.HUB_TASKS[name]
@@ -402,10 +402,10 @@ def test_paper_plan_splits_exist_for_every_hub_task(monkeypatch):
     checked = 0
     for run in load_plan("paper").runs:
         task = run.params.get("task")
-        defaults = notebook_parameters(str(notebooks_dir() / f"{run.notebook}.ipynb"))
         if task not in tasks.HUB_TASKS or run.notebook not in ("A5_real_finetune_perturb", "C2_selective_mlm"):
             continue
-        get = {**defaults, **run.params}.get
+        params = full_params(run.notebook, run.params)
+        get = {**params, **params.get("finetune", {})}.get  # C2's splits are in its fine-tuning group
         monkeypatch.setattr(tasks, "load_hub_dataset", lambda *a, _t=task, **k: hub_layout(_t))
         splits = task_splits(tasks.load_task(task), test_split=get("test_split", "test"),
                              selection_split=get("selection_split", "validation"),

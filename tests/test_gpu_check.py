@@ -68,7 +68,7 @@ def test_paper_sizes(gpu_check):
     both alphabets of paper.yaml's n_sets plus [MASK], [PAD], [CLS] (synthetic.vocab_size)."""
     plan = yaml.safe_load((ROOT / "notebooks" / "plans" / "paper.yaml").read_text())
     a2 = next(r for r in plan["notebooks"] if r["notebook"] == "A2_synthetic_pretrain")
-    assert gpu_check.PAPER_A_VOCAB == 2 * a2["params"]["n_sets"] + 3
+    assert gpu_check.PAPER_A_VOCAB == 2 * a2["params"]["setup"]["n_sets"] + 3
     setups = gpu_check.timing_setups(False, 300, 30, 128, 128, gpu_check.PAPER_A_VOCAB)
     electra, mlm = setups["electra_small_paper_b"], setups["bert_6x768_paper_a2"]
     assert (electra["hidden"], electra["layers"], electra["heads"], electra["embedding_size"],
