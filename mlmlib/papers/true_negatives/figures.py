@@ -232,3 +232,103 @@ def show(table: pd.DataFrame, layout, *args, empty: str = "") -> None:
         display(layout(table, *args))
     elif empty:
         print(empty)
+
+
+# ---------------------------------------------------------------- the synthetic testbed (B4, B3)
+SYNTHETIC_COLUMNS = {"a_d1": "A-D1", "b_d1": "B-D1 (synonyms)", "a_d2": "A-D2",
+                     "robustness_drop": "drop A-D1 -> B-D1", "auc_true_vs_fn": "AUC true vs FN",
+                     "p_replaced_true": "P(replaced): true", "p_replaced_fn": "P(replaced): FN",
+                     "acc_true_replaced": "true flagged", "acc_false_negative": "FN flagged",
+                     "generator_set_acc": "generator: right set", "synonym_cosine": "cos synonyms",
+                     "random_cosine": "cos random pairs", "step_ms": "step (ms)"}
+
+
+def synthetic_fn_curves(training: pd.DataFrame | list[dict]) -> None:
+    """B4, B3: false negatives among replaced tokens over training, one panel per corpus."""
+    training = pd.DataFrame(training)
+    if not len(training):
+        print("no training windows recorded")
+        return
+    corpora = sorted(training["corpus"].unique())
+    _, axes = plt.subplots(1, len(corpora), figsize=(5.5 * len(corpora), 3.6), squeeze=False)
+    for ax, corpus in zip(axes[0], corpora):
+        plots.curves(training[training["corpus"] == corpus], x="step", y="fn_rate_replaced", hue="arm",
+                     xlabel="training step", ylabel="false negatives / replaced",
+                     title=f"{corpus}: synonyms {'share' if corpus == 'mix' else 'never share'} contexts",
+                     ax=ax)
+        ax.legend(fontsize=7)
+    plt.tight_layout()
+
+
+def synthetic_run_tables(run) -> None:
+    """B4: one seed's downstream accuracies, the discriminator probe and the embedding cosines."""
+    down = pd.DataFrame(run.downstream).set_index(["corpus", "arm"])
+    display(down[["a_d1", "b_d1", "a_d2", "robustness_drop"]].rename(columns=SYNTHETIC_COLUMNS).round(3))
+    probe = pd.DataFrame(run.intrinsic).set_index(["corpus", "arm"])
+    cost = pd.DataFrame(run.arms).set_index(["corpus", "arm"])["step_ms"]
+    shown = [c for c in SYNTHETIC_COLUMNS if c in probe and c not in down]
+    display(probe[shown].join(cost).rename(columns=SYNTHETIC_COLUMNS).round(3))
+
+
+def synthetic_findings(run, last_windows: int = 2) -> None:
+    """B4: the measured values next to the paper's premise and the controls' targets (the page
+    states the targets; the summary judges them over every seed)."""
+    log = pd.DataFrame(run.training)
+    down = pd.DataFrame(run.downstream).set_index(["corpus", "arm"])
+    probe = pd.DataFrame(run.intrinsic).set_index(["corpus", "arm"])
+    scratch = down.loc[("", "scratch"), "b_d1"]
+    for corpus in sorted(log["corpus"].unique()):
+        for objective in ("electra", "mlm"):
+            arm = f"{objective}/none"
+            part = log[(log["corpus"] == corpus) & (log["arm"] == arm)]
+            if not len(part):
+                continue
+            rate = part.sort_values("step")["fn_rate_replaced"].tail(last_windows).mean()
+            line = (f"{corpus}, {arm}: false negatives {rate:.3f} of replaced tokens at the end; "
+                    f"B-D1 {down.loc[(corpus, arm), 'b_d1']:.3f} against scratch {scratch:.3f}")
+            if objective == "electra":
+                line += (f"; discriminator flags {probe.loc[(corpus, arm), 'acc_true_replaced']:.3f} "
+                         f"of true replacements, {probe.loc[(corpus, arm), 'acc_false_negative']:.3f} "
+                         "of false negatives")
+            print(line)
+
+
+def synthetic_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """B3: a synthetic_claims table (intervals as text) with readable column names."""
+    return table.rename(columns=SYNTHETIC_COLUMNS)
+
+
+def synthetic_claims_shown(rows: pd.DataFrame) -> pd.DataFrame:
+    """B3: the synthetic testbed's claim rows, mix (judged) beside shift (the control corpus)."""
+    shown = tables.with_interval(rows, "difference", "ci_low", "ci_high", "languages", name="ci",
+                                 unit="language")
+    shown = shown[["claim", "arm", "corpus", "effect", "measure", "ci", "languages",
+                   "languages_to_resolve", "verdict"]]
+    return shown.rename(columns={"ci": "difference [95% CI]", "measure": "compared",
+                                 "languages_to_resolve": "languages to resolve"}).set_index(
+        ["claim", "arm", "corpus"]).round(3)
+
+
+def show_synthetic(summary) -> None:
+    """B3: the synthetic testbed's tables: the controls' values on both corpora, the claim rows
+    (mix judged, shift beside it), the downstream accuracies and the probe."""
+    if not len(summary.downstream):
+        print("no B4 records: the synthetic testbed did not run in this profile")
+        return
+    display(summary.controls.set_index("corpus").round(3))
+    if len(summary.rows):
+        display(synthetic_claims_shown(summary.rows))
+    display(synthetic_shown(summary.downstream_table))
+    display(synthetic_shown(summary.intrinsic_table))
+
+
+def show_floor_checks(scores: pd.DataFrame, margin: float) -> list[dict]:
+    """B3: every pretrained arm against scratch by `margin` on each task's score: a banner, and
+    the missed rows in red; returns the checks (floors.above_scratch)."""
+    from mlmlib import floors
+
+    checks = floors.above_scratch(scores, "score", margin, ["task", "metric"]) if len(scores) else []
+    display(floors.banner(checks))
+    if checks:
+        display(floors.styled(checks))
+    return checks

@@ -1,0 +1,110 @@
+"""B4's parameter groups: paper B's controlled analogue on paper A's synthetic languages.
+
+`SyntheticSetup` is the language, its corpora, the ELECTRA / BERT encoders pretrained from
+scratch and the two lookup tables; `SyntheticFinetune` the fine-tuning on A-D1. The defaults
+are the smoke profile's; a field's comment gives the paper profile's value where it differs.
+Standard library only, so the plan loader can check a plan's groups without torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The language's labelled test sets (mlmlib.data.synthetic.TEST_SETS) that B4 scores: the task
+# is learned on A-D1; B-D1 is A-D1 with every token swapped for its synonym (robustness);
+# A-D2 is another chain in the same alphabet.
+SCORED_SETS = ("A-D1", "B-D1", "A-D2")
+# The two tables: every synonym pair (a, a + n_sets), and the same with a share of pairs missing.
+TABLES = ("exact", "imperfect")
+# Special ids first, so the masking's random tokens ([num_special, vocab)) are the alphabets.
+SPECIALS = ("[PAD]", "[CLS]", "[MASK]")
+# A `language_seed` of -1 draws the language from the page's own `seed`: one plan entry then
+# gives every pretraining seed its own language.
+OWN_SEED = -1
+# The scorecard's column for this testbed (mlmlib.runs.scorecard reads the rows' `testbed`).
+TESTBED = "synthetic: ELECTRA from scratch (controlled analogue)"
+
+
+@dataclass(frozen=True)
+class SyntheticSetup:
+    """The language, the pretraining corpora, the encoders pretrained from scratch, the tables."""
+
+    n_sets: int = 50              # synonym sets (paper A: 1000)
+    n_states: int = 250           # hidden states per chain (paper A: 5000)
+    n_patterns: int = 4           # label patterns (paper A: 5)
+    pattern_length: int = 2       # ordered slots per pattern (paper A: 3)
+    pattern_set_size: int = 2     # synonym sets per slot (paper A: 12)
+    corpus_size: int = 3000       # pretraining sequences per corpus (paper A: 200k)
+    corpus_length: int = 32       # tokens per sequence, before [CLS] (paper A: 256; ELECTRA: 128)
+    probe_size: int = 300         # held-out sequences the discriminator probe masks and scores
+    hidden: int = 64              # discriminator / MLM width (ELECTRA-small: 256)
+    layers: int = 2               # (ELECTRA-small: 12)
+    heads: int = 2                # (ELECTRA-small: 4)
+    embedding_size: int | None = None  # factorised embeddings, None: hidden (ELECTRA-small: 128)
+    generator_fraction: float = 0.25   # the generator's width over the discriminator's (ELECTRA)
+    dropout: float = 0.0          # (ELECTRA: 0.1)
+    # pretraining steps per arm (ELECTRA-small: 1M). The smoke's 200 prove the pipeline only:
+    # the generator is still copying; it samples synonyms from about 1,500 (the cpu plan's)
+    steps: int = 200
+    batch_size: int = 64          # (ELECTRA-small: 128)
+    lr: float = 2e-3              # (ELECTRA-small: 5e-4)
+    warmup_frac: float = 0.05     # (ELECTRA-small: 10k of 1M steps)
+    temperature: float = 1.0      # generator sampling temperature (ELECTRA: 1)
+    disc_weight: float = 50.0     # discriminator loss weight (ELECTRA: 50)
+    log_every: int = 20           # steps per logging window of the false-negative rates
+    missing_share: float = 0.5    # share of the exact pairs the imperfect table lacks (seeded)
+
+    def __post_init__(self) -> None:
+        for name in ("n_sets", "n_states", "n_patterns", "pattern_length", "pattern_set_size",
+                     "corpus_size", "corpus_length", "probe_size", "hidden", "layers", "heads",
+                     "steps", "batch_size", "log_every"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        if self.n_sets < 2 or self.n_states < self.n_sets:
+            raise ValueError(f"n_sets must be >= 2 and n_states >= n_sets, got n_sets={self.n_sets}, "
+                             f"n_states={self.n_states}")
+        if self.pattern_length * self.pattern_set_size > self.n_sets:
+            raise ValueError(f"pattern_length * pattern_set_size must be <= n_sets ({self.n_sets})")
+        if self.hidden % self.heads:
+            raise ValueError(f"hidden ({self.hidden}) must be divisible by heads ({self.heads})")
+        if self.corpus_size < self.batch_size:
+            raise ValueError(f"corpus_size ({self.corpus_size}) must be >= batch_size ({self.batch_size})")
+        if not 0 < self.generator_fraction <= 1:
+            raise ValueError(f"generator_fraction must be in (0, 1], got {self.generator_fraction!r}")
+        if not 0 <= self.missing_share < 1:
+            raise ValueError(f"missing_share must be in [0, 1): the share of the exact table's pairs "
+                             f"the imperfect table lacks, got {self.missing_share!r}")
+        if not 0 <= self.dropout < 1 or not 0 <= self.warmup_frac < 1:
+            raise ValueError("dropout and warmup_frac must be in [0, 1)")
+        if not (self.lr > 0 and self.temperature > 0 and self.disc_weight > 0):
+            raise ValueError("lr, temperature and disc_weight must be > 0")
+
+    @property
+    def vocab_size(self) -> int:
+        """[PAD], [CLS], [MASK], then alphabet A and alphabet B."""
+        return len(SPECIALS) + 2 * self.n_sets
+
+
+@dataclass(frozen=True)
+class SyntheticFinetune:
+    """Fine-tuning on A-D1 (as paper A's sweep at its largest training set), scored on SCORED_SETS."""
+
+    train_size: int = 1000        # labelled A-D1 examples (paper A: 100k)
+    valid_size: int = 300         # A-D1 examples that pick the best step
+    test_size: int = 500          # examples per scored test set (paper A: 10k)
+    length: int = 32              # tokens per labelled sequence (paper A: 100)
+    lr: float = 1e-3              # (paper A: 5e-5)
+    batch_size: int = 32
+    max_steps: int = 200          # (paper A: 30k)
+    eval_every: int = 50          # (paper A: 1000)
+    patience: int = 3             # (paper A: 5)
+
+    def __post_init__(self) -> None:
+        for name in ("train_size", "valid_size", "test_size", "length", "batch_size", "max_steps",
+                     "eval_every", "patience"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr!r}")

@@ -1,0 +1,293 @@
+"""Paper B's synthetic testbed (B4): the tables, the corrections at false negatives, the bad-input
+errors, the claims on hand-made records, and a tiny run of the seed function."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from scorecards import check_card
+
+from mlmlib import verdicts
+from mlmlib.data import synthetic as syn
+from mlmlib.models import ModelSize, electra
+from mlmlib.papers.true_negatives import negatives as neg
+from mlmlib.papers.true_negatives import synthetic_claims as sc
+from mlmlib.papers.true_negatives import synthetic_testbed as tb
+from mlmlib.papers.true_negatives.arm_config import ArmConfig
+from mlmlib.papers.true_negatives.monitor import Injection, NegativesMonitor
+from mlmlib.papers.true_negatives.synthetic_config import SyntheticFinetune, SyntheticSetup
+from mlmlib.pretrain import Objective, PretrainConfig
+
+N = 10  # synonym sets
+S = tb.NUM_SPECIAL
+TINY = {"n_sets": 12, "n_states": 60, "n_patterns": 2, "pattern_length": 2, "pattern_set_size": 1,
+        "corpus_size": 48, "corpus_length": 12, "probe_size": 24, "hidden": 16, "layers": 1, "heads": 2,
+        "steps": 4, "batch_size": 8, "log_every": 2}
+TINY_FT = {"train_size": 32, "valid_size": 16, "test_size": 24, "length": 12, "max_steps": 3, "eval_every": 2}
+
+
+# ---------------------------------------------------------------- tables
+
+
+def test_exact_table_finds_every_synonym_pair_and_nothing_else():
+    table = tb.exact_table(N)
+    vocab = S + 2 * N
+    a, b = torch.meshgrid(torch.arange(vocab), torch.arange(vocab), indexing="ij")
+    found = table.contains(a.flatten(), b.flatten()).view(vocab, vocab)
+    expected = torch.zeros(vocab, vocab, dtype=torch.bool)
+    for s in range(N):  # a <-> a + n_sets, in model ids, and nothing else (no specials, no self)
+        expected[S + s, S + N + s] = expected[S + N + s, S + s] = True
+    assert torch.equal(found, expected)
+    words = tb.vocabulary(N)
+    assert all(words[S + s][1:] == words[S + N + s][1:] for s in range(N))  # a3 <-> b3
+
+
+def test_the_false_negative_indicator_on_hand_made_samples():
+    table = tb.exact_table(N)
+    def a(s):  # alphabet A's token of set s
+        return S + s
+
+    def b(s):
+        return S + N + s
+
+    targets = torch.tensor([a(1), a(1), a(1), b(2), b(2), a(3), a(4)])
+    samples = torch.tensor([b(1), a(1), a(2), a(2), b(3), tb.MASK, b(5)])
+    #        synonym  identical  other set  synonym  other set  special  other set
+    assert neg.false_negatives(targets, samples, table).tolist() == [True, False, False, True, False, False, False]
+
+
+def test_the_imperfect_table_drops_the_stated_share_seeded():
+    exact = tb.exact_table(40)
+    for share in (0.0, 0.25, 0.5, 0.9):
+        table = tb.imperfect_table(40, share, seed=3)
+        assert len(table) == 2 * (40 - round(share * 40))
+        assert torch.isin(table.keys, exact.keys).all()  # a subset of the exact pairs, both ways
+        pairs = table.pairs()
+        assert table.contains(pairs[:, 1], pairs[:, 0]).all()
+    assert torch.equal(tb.imperfect_table(40, 0.5, 3).keys, tb.imperfect_table(40, 0.5, 3).keys)
+    assert not torch.equal(tb.imperfect_table(40, 0.5, 3).keys, tb.imperfect_table(40, 0.5, 4).keys)
+
+
+def test_encode_puts_cls_first_and_shifts_the_alphabets():
+    data = tb.encode(np.array([[0, N, 2 * N - 1]]), np.array([1]))
+    assert data["input_ids"].tolist() == [[tb.CLS, S, S + N, S + 2 * N - 1]]
+    assert data["labels"].tolist() == [1]
+
+
+# ---------------------------------------------------------------- corrections at false negatives
+
+
+def _disc_logit_grad(method: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """One ELECTRA step on the synthetic vocabulary whose every sample is the original's synonym
+    (an injection at rate 1): the gradient of the loss at the discriminator's logits, and where
+    the false negatives are."""
+    table = tb.exact_table(N)
+    size = ModelSize(vocab_size=S + 2 * N, hidden=16, layers=1, heads=2, max_len=16, dropout=0.0)
+    pair = electra(size, 0.5, seed=0)
+    monitor = NegativesMonitor(ArmConfig("electra", method), table, tb.vocabulary(N),
+                               injection=Injection(table, 1.0), seed=0).attach(pair)
+    captured = {}
+
+    def keep(module, args, output):
+        output.logits.retain_grad()
+        captured["logits"] = output.logits
+
+    handle = pair.discriminator.register_forward_hook(keep)
+    config = PretrainConfig(objective="electra", steps=1, batch_size=4)
+    ids = tb.encode(syn.swap_alphabet(np.arange(24).reshape(4, 6) % N, N) % (2 * N))["input_ids"]
+    masked = torch.zeros_like(ids, dtype=torch.bool)
+    masked[:, 2:5] = True
+    loss, _ = Objective(pair, config, monitor)(1, ids, None, ids.masked_fill(masked, tb.MASK), masked,
+                                               torch.Generator().manual_seed(0))
+    loss.backward()
+    handle.remove()
+    monitor.detach()
+    return captured["logits"].grad, masked
+
+
+def test_relabel_and_shield_act_on_the_discriminator_at_false_negatives():
+    none, masked = _disc_logit_grad("none")
+    relabel, _ = _disc_logit_grad("relabel")
+    shield, _ = _disc_logit_grad("shield")
+    # every masked position holds the synonym: uncorrected, the loss pushes it to "replaced"
+    assert (none[masked] < 0).all()
+    assert (relabel[masked] > 0).all()  # relabelled "original": pushed the other way
+    assert torch.equal(shield[masked], torch.zeros_like(shield[masked]))  # shielded: no gradient
+    assert (shield[~masked] != 0).all()  # the other positions still train
+
+
+# ---------------------------------------------------------------- bad input, before any training
+
+
+@pytest.mark.parametrize("arms, match", [
+    (["electra/none", "electra/bogus"], "parameter arms: 'electra/bogus'"),
+    (["bert/none"], "parameter arms: 'bert/none'"),
+    (["electra/shield@wordnet"], "parameter arms: .*names the table 'wordnet'"),
+    (["electra/none@imperfect"], "corrects nothing"),
+    (["electra/none", "electra/none"], "lists an arm twice"),
+    ("electra/none", "non-empty list"),
+])
+def test_an_unknown_arm_stops_naming_the_parameter(arms, match):
+    with pytest.raises(ValueError, match=match):
+        tb.parse_arms(arms)
+
+
+def test_a_table_of_another_vocabulary_stops():
+    with pytest.raises(ValueError, match="exact table: built for a vocabulary of 43 ids, the corpus has 23"):
+        tb.check_table(tb.exact_table(20), N, "exact table")
+    bad = neg.PairLookup.from_pairs([0], [S], S + 2 * N)  # pairs [PAD] with a token
+    with pytest.raises(ValueError, match="does not cover this corpus's vocabulary"):
+        tb.check_table(bad, N)
+
+
+def test_a_corpus_without_synonym_pairs_stops_before_training(monkeypatch):
+    def one_alphabet(lang, kind, n, length, seed):
+        return np.zeros((n, length), dtype=np.int64)
+
+    monkeypatch.setattr(syn, "pretraining_corpus", one_alphabet)
+    monkeypatch.setattr(tb, "pretrain_arm", lambda *a, **k: pytest.fail("trained"))
+    with pytest.raises(ValueError, match="parameter corpora: 'mix' holds no synonym pair"):
+        tb.run_seed(SyntheticSetup(**TINY), SyntheticFinetune(**TINY_FT), ["electra/shield"], ["mix"], seed=0)
+    assert tb.pairs_in_corpus(tb.encode(np.array([[0, N]])), tb.exact_table(N)) == 1
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"corpora": ["mix", "sorted"]}, "parameter corpora: unknown"),
+    ({"language_seed": -2}, "parameter language_seed"),
+])
+def test_bad_corpora_and_language_seed_stop(kwargs, match, monkeypatch):
+    monkeypatch.setattr(tb, "pretrain_arm", lambda *a, **k: pytest.fail("trained"))
+    args = {"corpora": ["mix"], **kwargs}
+    with pytest.raises(ValueError, match=match):
+        tb.run_seed(SyntheticSetup(**TINY), SyntheticFinetune(**TINY_FT), ["electra/none"], seed=0, **args)
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("missing_share", 1.0, "missing_share must be in"), ("hidden", 15, "divisible"),
+    ("corpus_size", 4, "corpus_size"), ("steps", 0, "steps must be"),
+])
+def test_the_setup_group_checks_its_fields(field, value, match):
+    with pytest.raises(ValueError, match=match):
+        SyntheticSetup(**{**TINY, field: value})
+
+
+# ---------------------------------------------------------------- the seed function, tiny
+
+
+def test_a_tiny_seed_run_records_every_table():
+    arms = ["electra/none", "electra/shield", "electra/relabel", "electra/sr-word", "mlm/none", "mlm/shield",
+            "electra/shield@imperfect"]
+    run = tb.run_seed(SyntheticSetup(**TINY), SyntheticFinetune(**TINY_FT), arms, ["mix", "shift"], seed=1,
+                      log=None)
+    json.dumps(run.metrics())  # a record is JSON
+    assert run.info["language_seed"] == 1 and run.info["exact_pairs"] == 12 and run.info["imperfect_pairs"] == 6
+    down = pd.DataFrame(run.downstream)
+    assert len(down) == 2 * len(arms) + 1 and (down["arm"] == "scratch").sum() == 1
+    assert np.allclose(down["robustness_drop"], down["a_d1"] - down["b_d1"])
+    training = pd.DataFrame(run.training)
+    assert set(training["corpus"]) == {"mix", "shift"} and training["fn_rate_replaced"].between(0, 1).all()
+    probes = pd.DataFrame(run.intrinsic)
+    assert probes.loc[probes["objective"] == "electra", "generator_set_acc"].notna().all()
+    assert probes["synonym_cosine"].between(-1, 1).all()
+    assert {r["arm"] for r in run.arms} == set(arms) and all(r["step_ms"] > 0 for r in run.arms)
+
+
+# ---------------------------------------------------------------- claims on hand-made records
+
+
+def records(diff=0.03, spread=0.005, languages=4, fn_rate=0.3, disc_true=0.7, scratch_b=0.2,
+            arm="electra/shield"):
+    """B4 rows of `languages` runs (one pretraining seed each): the uncorrected arm, `arm` (its
+    A-D1 and B-D1 accuracy `diff` above, its drop `diff` below, +-spread), the same correction on
+    the imperfect table (B-D1 `diff` below the exact one) and scratch; controls pass by default."""
+    objective = arm.split("/")[0]
+    down, training, intrinsic, arms = [], [], [], []
+    for lang in range(languages):
+        d = diff + spread * (-1) ** lang
+        run = {"language_seed": lang, "pretrain_seed": lang}
+        for corpus in ("mix", "shift"):
+            for name, shift in ((f"{objective}/none", 0.0), (arm, d), (f"{arm}@imperfect", 0.0)):
+                down.append({"arm": name, "corpus": corpus, **run, "a_d1": 0.8 + shift + 0.01 * lang,
+                             "b_d1": 0.6 + shift, "robustness_drop": 0.2 - shift})
+                rate = (fn_rate if corpus == "mix" else 0.01) * (0.5 if "@" in name else 1.0)
+                training += [{"arm": name, "corpus": corpus, **run, "step": s, "fn_rate_replaced": rate}
+                             for s in (10, 20)]
+                intrinsic.append({"arm": name, "corpus": corpus, **run, "acc_true_replaced": disc_true,
+                                  "acc_false_negative": 0.5})
+                arms.append({"arm": name, "corpus": corpus, **run, "step_ms": 100.0 * (1.02 if "/s" in name else 1)})
+        down.append({"arm": "scratch", "corpus": "", **run, "a_d1": 0.8, "b_d1": 0.6 - scratch_b,
+                     "robustness_drop": 0.2 + scratch_b})
+    return tuple(pd.DataFrame(x) for x in (training, down, intrinsic, arms))
+
+
+def verdict_of(rows, claim, arm="electra/shield"):
+    part = rows[(rows["claim"] == claim) & (rows["corpus"] == "mix")]
+    part = part[part["arm"] == arm]
+    assert len(part) == 1, part
+    return part.iloc[0]
+
+
+def test_claims_reproduced_with_controls_passed():
+    training, down, intrinsic, arms = records()
+    rows = sc.claim_rows(training, down, intrinsic)
+    for claim in (sc.SCORE, sc.ROBUST, sc.SOURCE):
+        row = verdict_of(rows, claim)
+        assert row["verdict"] == verdicts.REPRODUCED, (claim, row)
+        assert all(c["passed"] for c in row["controls"])
+        assert row["languages"] == 4 and abs(row["difference"]) == pytest.approx(0.03)
+    assert (rows.loc[rows["corpus"] == "shift", "verdict"] == "").all()  # the control corpus: not judged
+    card = check_card(sc.scorecard(rows, sc.cost_rows(arms)))
+    assert {r["testbed"] for r in card} == {sc.TESTBED}
+
+
+def test_a_null_with_a_failed_control_is_insensitive_never_equivalent():
+    training, down, intrinsic, _ = records(diff=0.0, spread=0.001)
+    assert verdict_of(sc.claim_rows(training, down, intrinsic), sc.SCORE)["verdict"] == verdicts.EQUIVALENT
+    for bad in ({"fn_rate": 0.05}, {"disc_true": 0.3}, {"scratch_b": 0.01}):
+        training, down, intrinsic, _ = records(diff=0.0, spread=0.001, **bad)
+        row = verdict_of(sc.claim_rows(training, down, intrinsic), sc.SCORE)
+        assert row["verdict"] == verdicts.INSENSITIVE, bad
+        assert [c for c in row["controls"] if not c["passed"]]
+    # an interval clear of zero shows sensitivity by itself: the failed control is shown beside it
+    training, down, intrinsic, _ = records(fn_rate=0.05)
+    assert verdict_of(sc.claim_rows(training, down, intrinsic), sc.SCORE)["verdict"] == verdicts.REPRODUCED
+
+
+def test_mlm_claims_have_no_discriminator_control():
+    training, down, intrinsic, _ = records(arm="mlm/shield", disc_true=0.1)
+    row = verdict_of(sc.claim_rows(training, down, intrinsic), sc.SCORE, "mlm/shield")
+    assert row["verdict"] == verdicts.REPRODUCED and len(row["controls"]) == 2
+
+
+def test_a_wide_interval_is_not_resolved_and_names_the_languages_that_would_resolve_it():
+    training, down, intrinsic, arms = records(diff=0.01, spread=0.05)
+    row = verdict_of(sc.claim_rows(training, down, intrinsic), sc.SCORE)
+    assert row["verdict"] == verdicts.NOT_RESOLVED and row["languages_to_resolve"] > 4
+    card = sc.scorecard(sc.claim_rows(training, down, intrinsic), sc.cost_rows(arms))
+    assert any("languages would resolve it" in r["effect"] for r in card)
+
+
+def test_the_interval_is_over_language_blocks():
+    diffs = pd.DataFrame({"language_seed": [0, 0, 1, 1, 2, 2], "pretrain_seed": [0, 1, 0, 1, 0, 1],
+                          "difference": [0.1, 0.3, 0.0, 0.0, 0.5, 0.7]})
+    ci = sc.blocked_interval(diffs)
+    assert ci.n == 3 and ci.mean == pytest.approx(0.2667, abs=1e-3)  # means 0.2, 0.0, 0.6
+
+
+def test_cost_rows_judge_the_targets():
+    *_, arms = records(languages=5)
+    cost = sc.cost_rows(arms)
+    row = cost[cost["arm"] == "electra/shield"].iloc[0]
+    assert row["overhead"] == pytest.approx(0.02) and row["verdict"] == verdicts.REPRODUCED
+
+
+def test_no_records_give_not_measured_rows():
+    empty = pd.DataFrame()
+    rows = sc.claim_rows(empty, empty, empty)
+    card = check_card(sc.scorecard(rows, sc.cost_rows(empty)))
+    assert all(r["verdict"] == verdicts.NOT_RESOLVED for r in card)
+    assert sc.control_values(empty, empty, empty).empty and sc.downstream_table(empty).empty
