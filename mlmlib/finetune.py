@@ -208,7 +208,9 @@ def train_loop(model: nn.Module, n: int, config: FinetuneConfig,
         from tqdm.auto import tqdm
         bar = tqdm(total=total, desc="finetune", dynamic_ncols=True)
     history, best, best_step, best_state, bad_evals = [], -math.inf, 0, None, 0
-    t0, step, running = time.perf_counter(), 0, 0.0
+    # the loss stays on the device between validations: no host sync per step
+    t0, step, running = time.perf_counter(), 0, torch.zeros((), dtype=torch.float64, device=device)
+    first_bad = torch.full((), -1, device=device)  # the first step with a non-finite loss
     last_print = t0
     order = torch.randperm(n, generator=gen)
     pos = 0
@@ -219,8 +221,8 @@ def train_loop(model: nn.Module, n: int, config: FinetuneConfig,
         pos += config.batch_size
         with _autocast(device, config.bf16):
             loss = step_loss(idx, device).float()
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"non-finite fine-tuning loss at step {step + 1}")
+        first_bad = torch.where((first_bad < 0) & ~torch.isfinite(loss.detach()),
+                                torch.full_like(first_bad, step + 1), first_bad)
         loss.backward()
         if config.grad_clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
@@ -231,20 +233,23 @@ def train_loop(model: nn.Module, n: int, config: FinetuneConfig,
         step += 1
         if on_step is not None:
             on_step(step, model, lr)
-        running += float(loss.detach())
+        running += loss.detach()
         if bar is not None:
             bar.update(1)
         elif not progress and time.perf_counter() - last_print >= PROGRESS_EVERY_S:
             print(f"step {step}/{total} | loss {float(loss.detach()):.4f}", flush=True)  # batch heartbeat
             last_print = time.perf_counter()
         if step % eval_every == 0 or step == total:
+            bad, loss_sum = torch.stack([first_bad.double(), running]).tolist()  # one read
+            if bad >= 0:
+                raise FloatingPointError(f"non-finite fine-tuning loss at step {int(bad)}")
             scores = validate()
             model.train()
-            row = {"step": step, "epoch": step / per_epoch, "train_loss": running / eval_every,
+            row = {"step": step, "epoch": step / per_epoch, "train_loss": loss_sum / eval_every,
                    **{f"val_{k}": v for k, v in scores.items()},
                    "wall_s": time.perf_counter() - t0}
             history.append(row)
-            running = 0.0
+            running = torch.zeros_like(running)
             if bar is not None:
                 bar.set_postfix({metric: round(scores[metric], 4)})
             elif not progress:

@@ -84,3 +84,65 @@ def test_two_class_metrics_add_the_positive_class_f1_for_glue():
     m = metrics_from_probs(probs, np.array([0, 1, 0, 1]))  # predicted 0 1 1 0
     assert m["f1_positive"] == pytest.approx(0.5)  # precision 1/2, recall 1/2
     assert "f1_positive" not in metrics_from_probs(np.eye(3), np.array([0, 1, 2]))
+
+
+def test_the_training_steps_read_nothing_back_from_the_device(monkeypatch):
+    """Explicit host reads (item, float(), bool() ...) made by the fine-tuning loop's own code,
+    outside the batches' slicing (host data) and the validations: as many for 16 steps as for 4.
+    (The model's forward pass is transformers' code and not counted: its attention-mask check
+    reads a bool every step.)"""
+    import sys
+
+    import mlmlib.finetune as ft
+
+    counting = [False]
+    reads = []
+    for name in ("item", "tolist", "numpy", "__float__", "__int__", "__bool__", "__index__"):
+        original = getattr(torch.Tensor, name)
+
+        def counted(self, *args, _original=original, _name=name, **kwargs):
+            if counting[0] and sys._getframe(1).f_code.co_filename == ft.__file__:
+                reads.append(_name)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(torch.Tensor, name, counted)
+
+    def pausing(function):
+        def call(*args, **kwargs):
+            was, counting[0] = counting[0], False
+            try:
+                return function(*args, **kwargs)
+            finally:
+                counting[0] = was
+        return call
+
+    def counting_loop(*args, _loop=ft.train_loop, **kwargs):
+        counting[0] = True
+        try:
+            return _loop(*args, **kwargs)
+        finally:
+            counting[0] = False
+
+    monkeypatch.setattr(ft, "PROGRESS_EVERY_S", float("inf"))  # the heartbeat: by time, not step
+    monkeypatch.setattr(ft, "_slice", pausing(ft._slice))
+    monkeypatch.setattr(ft, "evaluate", pausing(ft.evaluate))
+    monkeypatch.setattr(ft, "train_loop", counting_loop)
+    train, val = task(64, 0), task(32, 1)
+    per_run = []
+    for steps in (4, 16):
+        reads.clear()
+        result = finetune(bert_classifier(SIZE, 2, seed=0), train, val,
+                          FinetuneConfig(max_steps=steps, batch_size=16, eval_every=1000, seed=0),
+                          progress=False)
+        assert result.steps == steps and np.isfinite(result.history[-1]["train_loss"])
+        per_run.append(len(reads))
+    assert per_run[0] == per_run[1] <= 2, per_run  # one read at the one validation
+
+
+def test_a_non_finite_loss_stops_fine_tuning_at_the_next_validation():
+    train, val = task(64, 0), task(32, 1)
+    model = bert_classifier(SIZE, 2, seed=0)
+    with torch.no_grad():
+        model.classifier.weight.fill_(float("nan"))
+    with pytest.raises(FloatingPointError, match="non-finite fine-tuning loss at step 1"):
+        finetune(model, train, val, FinetuneConfig(max_steps=4, batch_size=16, eval_every=2))

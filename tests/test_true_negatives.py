@@ -32,7 +32,7 @@ from mlmlib.papers.true_negatives import (
 )
 from mlmlib.papers.true_negatives import negatives as neg
 from mlmlib.papers.true_negatives.config import APPLY_TO, Correction, Start, Table
-from mlmlib.papers.true_negatives.monitor import Injection, NegativesMonitor
+from mlmlib.papers.true_negatives.monitor import DeviceStatsHook, Injection, NegativesMonitor
 from mlmlib.pretrain import MaskedStep, Objective, PretrainConfig
 from mlmlib.runs.plans import notebook_parameters, notebooks_dir
 
@@ -430,7 +430,8 @@ def untimed(rows: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in ("wall_s", "finetune_s", "step_ms")} for r in rows]
 
 
-def test_run_arms_gives_the_rows_of_the_notebook_loop_it_replaced():
+def test_run_arms_gives_the_rows_of_the_notebook_loop_it_replaced(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLMLIB_WORK", str(tmp_path))  # scratch's cached rows
     data, tables, config, fts = toy_setup()
     arms = [arm_config.parse_arm("electra/shield"), arm_config.parse_arm("mlm/none")]
     tasks = [toy_task()]
@@ -445,11 +446,12 @@ def test_run_arms_gives_the_rows_of_the_notebook_loop_it_replaced():
             for ft in fts:
                 row = downstream.finetune_and_test(result.model, SIZE, task, ft)
                 rows.append({"arm": arm.name, "objective": arm.objective, "method": arm.method,
-                             "pretrain_seed": config.seed, **row})
+                             "pretrain_seed": config.seed, "checkpoint": config.steps,
+                             "test_n": task.info.get("test"), **row})
     for task in tasks:
         for ft in fts:
             rows.append({"arm": "scratch", "objective": "scratch", "method": "none",
-                         "pretrain_seed": config.seed,
+                         "pretrain_seed": config.seed, "checkpoint": None, "test_n": None,
                          **downstream.finetune_and_test(None, SIZE, task, ft)})
     runs = seed_run.run_arms(arms, tables, VOCAB, tasks, data, SIZE, config, fts, source="wordnet",
                              mask_id=MASK, num_special=len(SPECIALS), generator_fraction=0.5,
@@ -458,6 +460,176 @@ def test_run_arms_gives_the_rows_of_the_notebook_loop_it_replaced():
     assert untimed(runs.downstream) == untimed(rows)
     assert [r["arm"] for r in runs.arms] == ["electra/shield", "mlm/none"]
     assert len(runs.downstream) == (len(arms) + 1) * len(tasks) * len(fts)
+    assert [(r["arm"], r["checkpoint"]) for r in runs.checkpoints] == [
+        ("electra/shield", 2), ("mlm/none", 2)]
+
+
+def _chain_data():
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(len(SPECIALS), len(VOCAB) - 2, (16, 12), generator=gen)
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+
+
+def _chain(arm, *, checkpoints=(), kill_at=None, folder=None, steps=6):
+    """One arm trained for `steps` steps from the same start; kill_at: the step it stops in."""
+    config = PretrainConfig(steps=steps, batch_size=8, log_every=2, seed=0, lr=3e-3,
+                            checkpoint_every=2 if folder else 0)
+    tables = lookup_tables.Tables(all_pairs(), SynonymTable({}), "test")
+    model = arm_pretraining.build_model(arm.objective, SIZE, 0.5, seed=0)
+    monitor_call = NegativesMonitor.__call__
+
+    def killing(self, step):
+        if step.step == kill_at:
+            raise KeyboardInterrupt("stopped")
+        return monitor_call(self, step)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(NegativesMonitor, "__call__", killing)
+        try:
+            result = arm_pretraining.pretrain_arm(
+                arm, tables, VOCAB, _chain_data(), SIZE, config, mask_id=MASK,
+                num_special=len(SPECIALS), generator_fraction=0.5, model=model,
+                checkpoint_dir=folder, checkpoints=checkpoints)
+        except KeyboardInterrupt:
+            return model
+    return result
+
+
+def _same_weights(a, b) -> bool:
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+@pytest.mark.parametrize("spec", ["electra/relabel", "mlm/shield"])
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_a_chain_checkpoint_is_the_model_a_direct_run_stops_at(spec, on_disk, tmp_path):
+    arm = arm_config.parse_arm(spec)
+    chain = _chain(arm, checkpoints=[2, 4], folder=tmp_path / "chain" if on_disk else None)
+    assert chain.checkpoints == [2, 4, 6]
+    for step in (2, 4):  # a run of the same schedule, stopped in the step after `step`
+        direct = _chain(arm, kill_at=step + 1, folder=tmp_path / f"direct{step}" if on_disk else None)
+        assert _same_weights(chain.at(step), direct), step
+    assert _same_weights(chain.at(6), _chain(arm).model)
+    assert not _same_weights(chain.at(2), _chain(arm).model)  # the copies are of different steps
+    if on_disk:  # a finished chain that is run again returns at once with every checkpoint
+        again = _chain(arm, checkpoints=[2, 4], folder=tmp_path / "chain")
+        assert _same_weights(again.at(2), chain.at(2))
+
+
+@pytest.mark.parametrize("checkpoints, message", [
+    ([4, 2], "parameter checkpoints must be increasing"),
+    ([2, 2], "parameter checkpoints must be increasing"),
+    ([0, 2], r"parameter checkpoints: \[0\] not allowed"),
+    ([2, 8], r"parameter checkpoints: \[8\] not allowed; each must be a step in \[1, steps=6\]"),
+    ([3], r"\[3\] not allowed; .* multiple of log_every=2"),
+    ("20", "parameter checkpoints must be a list of ints"),
+    ([2.0], "parameter checkpoints must be a list of ints"),
+])
+def test_checkpoints_are_checked_before_training(checkpoints, message):
+    assert arm_pretraining.check_checkpoints([], 6, 2) == [6]
+    assert arm_pretraining.check_checkpoints([2, 4], 6, 2) == [2, 4, 6]
+    assert arm_pretraining.check_checkpoints([4, 6], 6, 4) == [4, 6]  # the last step: any
+    with pytest.raises(ValueError, match=message):
+        arm_pretraining.check_checkpoints(checkpoints, 6, 2)
+    with pytest.raises(ValueError, match=message):
+        seed_run.check_parameters(["electra/none"], ["amazon-food"], [0], checkpoints=checkpoints,
+                                  steps=6, log_every=2)
+
+
+def test_scratch_is_finetuned_once_per_task_and_finetuning_seed(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLMLIB_WORK", str(tmp_path))
+    calls = []
+    real = downstream.finetune_and_test
+
+    def counting(model, size, task, config, pooling="mean"):
+        calls.append(("scratch" if model is None else "arm", task.name, config.seed))
+        return real(model, size, task, config, pooling=pooling)
+
+    monkeypatch.setattr(downstream, "finetune_and_test", counting)
+    monkeypatch.setattr(seed_run, "finetune_and_test", counting)
+    data, tables, _, _ = toy_setup()
+    config = PretrainConfig(steps=4, batch_size=8, log_every=2, seed=3)
+    fts = seed_run.finetune_configs([0, 1], 3, epochs=1, batch_size=8)
+    assert [ft.seed for ft in fts] == [3, 4]  # the pretraining seed varies the fine-tuning
+    tasks = [toy_task("a"), toy_task("b")]
+    arms = [arm_config.parse_arm("electra/none"), arm_config.parse_arm("electra/shield")]
+    kwargs = {"source": "wordnet", "mask_id": MASK, "num_special": len(SPECIALS),
+              "generator_fraction": 0.5, "data_key": {}, "log": None, "checkpoints": [2]}
+    runs = seed_run.run_arms(arms, tables, VOCAB, tasks, data, SIZE, config, fts, **kwargs)
+    # every arm at each of its 2 checkpoints, scratch once per task and fine-tuning seed
+    assert sum(c[0] == "arm" for c in calls) == 2 * 2 * 2 * 2
+    assert sorted(c[1:] for c in calls if c[0] == "scratch") == [("a", 3), ("a", 4), ("b", 3), ("b", 4)]
+    # another notebook run of the same seed (an arm of its own, as the paper plan runs them)
+    again = seed_run.run_arms(arms[:1], tables, VOCAB, tasks, data, SIZE, config, fts, **kwargs)
+    assert sum(c[0] == "scratch" for c in calls) == 4  # read from the cache, not fine-tuned again
+    scratch = [r for r in runs.downstream if r["arm"] == "scratch"]
+    assert untimed(scratch) == untimed([r for r in again.downstream if r["arm"] == "scratch"])
+    assert {r["checkpoint"] for r in runs.downstream} == {2, 4, None}
+    assert [r["checkpoint"] for r in runs.checkpoints] == [2, 4, 2, 4]
+    assert all(r["disc_acc_replaced"] is not None for r in runs.checkpoints)
+
+
+SYNC_READS = ("item", "tolist", "numpy", "__float__", "__int__", "__bool__", "__index__")
+
+
+def test_the_monitor_reads_its_statistics_once_per_logging_window(monkeypatch):
+    """Explicit host reads (item, tolist, float(), int(), bool() ...) made by the arm's hook and
+    its discriminator watch over six steps: at most one per logging window of three steps."""
+    reads, inside = [], [False]
+    for name in SYNC_READS:
+        original = getattr(torch.Tensor, name)
+
+        def counted(self, *args, _original=original, _name=name, **kwargs):
+            if inside[0]:
+                reads.append(_name)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    for method_name in ("__call__", "_on_discriminator"):
+        original = getattr(NegativesMonitor, method_name)
+
+        def watched(self, *args, _original=original):
+            inside[0] = True
+            try:
+                return _original(self, *args)
+            finally:
+                inside[0] = False
+
+        monkeypatch.setattr(NegativesMonitor, method_name, watched)
+    for spec in ("electra/relabel", "electra/shield+sr-word", "mlm/shield"):
+        reads.clear()
+        arm = arm_config.parse_arm(spec)
+        result = _chain(arm, steps=6)
+        result_rows = result.history
+        assert [r["step"] for r in result_rows] == [2, 4, 6]
+        assert len(reads) <= 3, (spec, reads)  # log_every=2: three windows
+        assert reads, spec  # the counting sees the reads of the log steps (top pairs)
+        assert result_rows[-1]["fn_rate_masked"] > 0
+
+
+def test_the_device_hook_gives_what_the_negatives_hook_gives():
+    torch.manual_seed(0)
+    vocab = len(VOCAB)
+    ids = torch.randint(len(SPECIALS), vocab - 2, (3, 8))
+    masked = torch.rand(ids.shape) < 0.5
+    masked[0, 0] = True
+    targets = ids[masked]
+    samples = torch.where(torch.rand(targets.shape) < 0.5, targets,
+                          torch.randint(len(SPECIALS), vocab - 2, targets.shape))
+    step = MaskedStep(1, ids, torch.ones_like(ids), masked, targets,
+                      torch.randn(len(targets), vocab), samples, torch.randn(vocab, 8),
+                      ids.masked_scatter(masked, samples))
+    for method in ("none", "shield", "relabel", "sr-word+sr-sentence", "shield+sr-smooth"):
+        for apply_to in ("disc", "mlm"):
+            a = neg.make_hook(method, all_pairs(), apply_to=apply_to)(step)
+            b = DeviceStatsHook(method, all_pairs(), apply_to=apply_to)(step)
+            for name in ("mlm_weights", "disc_labels", "disc_weights", "extra_loss"):
+                x, y = getattr(a, name), getattr(b, name)
+                assert (x is None and y is None) or torch.allclose(x, y), (method, name)
+            assert a.stats.keys() == b.stats.keys()
+            for key, value in a.stats.items():
+                assert isinstance(b.stats[key], torch.Tensor)
+                assert float(b.stats[key]) == pytest.approx(value), (method, key)
 
 
 @pytest.mark.parametrize("change, message", [
@@ -760,7 +932,7 @@ def test_b1_metrics_are_the_records_rows_and_the_last_steps_tokens():
     tables = {"wordnet": SimpleNamespace(info={"source": "wordnet"})}
     tasks = [SimpleNamespace(info={"task": "t"}, samples=[{"word": "a"}, {"word": "b"}])]
     metrics = seed_run.b1_metrics(runs, tables, tasks, steps=4)
-    assert list(metrics) == ["training", "downstream", "arms", "tables", "tasks",
+    assert list(metrics) == ["training", "downstream", "arms", "checkpoints", "tables", "tasks",
                              "substitution_samples", "tokens_seen"]  # the record's order
     assert metrics["tokens_seen"] == 258 and metrics["substitution_samples"] == [{"word": "a"},
                                                                                 {"word": "b"}]

@@ -1,13 +1,15 @@
 """Pretraining one arm: its model (fresh, or from a pretrained base), the shared warm start,
-and the training run with its false-negative statistics."""
+and the training run with its false-negative statistics and its checkpoints along the way."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import io
+import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
@@ -28,6 +30,120 @@ class ArmResult:
     history: list[dict]
     top_false_negatives: list[dict]
     step_ms: float  # mean wall time of a training step (logging windows, no setup)
+    snapshots: Snapshots | None = field(default=None, repr=False)
+
+    @property
+    def checkpoints(self) -> list[int]:
+        """The steps whose model can be had (`at`), increasing; the last step only without any."""
+        return self.snapshots.steps if self.snapshots else [self.history[-1]["step"]]
+
+    def at(self, step: int) -> torch.nn.Module:
+        """The model as it was after `step` steps (loaded into `model`, in place)."""
+        if self.snapshots is not None:
+            self.snapshots.load(self.model, step)
+        elif step != self.checkpoints[-1]:
+            raise ValueError(f"no checkpoint at step {step}; checkpoints: {self.checkpoints}")
+        return self.model
+
+
+def check_checkpoints(checkpoints: Sequence[int], steps: int, log_every: int) -> list[int]:
+    """The steps at which a chain is fine-tuned: `checkpoints` and `steps` itself, increasing.
+
+    Each must be an int in [1, steps] and a multiple of log_every (a logging window ends
+    there, so the statistics of the record's checkpoint row are the model's own).
+    """
+    if isinstance(checkpoints, (str, int)) or not all(
+            isinstance(c, int) and not isinstance(c, bool) for c in checkpoints):
+        raise ValueError(f"parameter checkpoints must be a list of ints, got {checkpoints!r}")
+    if any(b <= a for a, b in itertools.pairwise(checkpoints)):
+        raise ValueError(f"parameter checkpoints must be increasing, got {list(checkpoints)!r}")
+    bad = [c for c in checkpoints if not 1 <= c <= steps or (c % log_every and c != steps)]
+    if bad:
+        raise ValueError(f"parameter checkpoints: {bad} not allowed; each must be a step in "
+                         f"[1, steps={steps}] and a multiple of log_every={log_every}")
+    return [*checkpoints, steps] if not checkpoints or checkpoints[-1] != steps else list(checkpoints)
+
+
+class Snapshots:
+    """The model's weights after each of `steps` steps of one training run.
+
+    The step hook takes the copy at the start of step s + 1, before that step changes a weight,
+    so the copy is the model after s steps of the one run, on its one learning-rate schedule
+    (warm-up, then linear decay to the last step): what the run would have given had it
+    stopped at s. The last step's copy is taken after the run. With a `folder` (a resumable
+    run) each copy is written there atomically, so a run resumed past a step still has it.
+    """
+
+    FILE = "chain-{:08d}.safetensors"
+
+    def __init__(self, steps: Sequence[int], folder: Path | None = None) -> None:
+        self.steps = list(steps)
+        self.folder = None if folder is None else Path(folder)
+        self.states: dict[int, dict] = {}
+
+    def path(self, step: int) -> Path | None:
+        """Where the copy of `step` is written (None: kept in memory)."""
+        return None if self.folder is None else self.folder / self.FILE.format(step)
+
+    def take(self, model: torch.nn.Module, done: int) -> None:
+        """Copy the weights if `done` steps is one of `steps` (once per step)."""
+        if done not in self.steps or done in self.states:
+            return
+        path = self.path(done)
+        if path is None:
+            self.states[done] = {k: v.detach().to("cpu", copy=True)
+                                 for k, v in model.state_dict().items()}
+            return
+        from safetensors.torch import save_model
+
+        from mlmlib.atomic import atomic_path
+
+        if not path.exists():
+            with atomic_path(path) as tmp:
+                save_model(model, str(tmp))
+        self.states[done] = {}  # on disk
+
+    def load(self, model: torch.nn.Module, step: int) -> None:
+        """Put the weights of `step` into `model`."""
+        if step not in self.steps:
+            raise ValueError(f"no checkpoint at step {step}; checkpoints: {self.steps}")
+        path = self.path(step)
+        if path is None:
+            if step not in self.states:
+                raise RuntimeError(f"the run never reached step {step}")
+            model.load_state_dict(self.states[step])
+            return
+        from safetensors.torch import load_model
+
+        if not path.exists():
+            raise RuntimeError(f"{path} is missing: the run was resumed past step {step} without "
+                               "its copy (delete the run's checkpoints to train it again)")
+        load_model(model, str(path))
+
+
+class SnapshotHook:
+    """The arm's step hook (`NegativesMonitor`) that also copies the model at `snapshots` steps;
+    the monitor's identity and statistics pass through, so checkpoints resume as before."""
+
+    def __init__(self, monitor: NegativesMonitor, snapshots: Snapshots, model: torch.nn.Module) -> None:
+        self.monitor, self.snapshots, self.model = monitor, snapshots, model
+
+    def __call__(self, step):
+        """Copy the model as it is after step.step - 1 steps, then run the monitor."""
+        self.snapshots.take(self.model, step.step - 1)
+        return self.monitor(step)
+
+    def identity(self) -> dict:
+        """The monitor's: checkpoints do not change what training does."""
+        return self.monitor.identity()
+
+    def state_dict(self) -> dict:
+        """The monitor's statistics."""
+        return self.monitor.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore the monitor's statistics."""
+        self.monitor.load_state_dict(state)
 
 
 def for_objective(config: PretrainConfig, objective: str, **changes) -> PretrainConfig:
@@ -134,10 +250,13 @@ def pretrain_arm(
     arm: ArmConfig, tables: Tables, vocab: Sequence[str], data: dict, size: ModelSize,
     config: PretrainConfig, *, mask_id: int, num_special: int, generator_fraction: float = 0.25,
     model: torch.nn.Module | None = None, progress: bool | None = False, checkpoint_dir=None,
-    start: Start = Start(), injection: Injection | None = None,
+    start: Start = Start(), injection: Injection | None = None, checkpoints: Sequence[int] = (),
 ) -> ArmResult:
     """Pretrain one arm (from `model`, else a new one from `start` seeded by config.seed), logging
-    its false negatives; `injection` puts synonyms into an ELECTRA generator's samples."""
+    its false negatives; `injection` puts synonyms into an ELECTRA generator's samples.
+
+    `checkpoints`: steps at which the model is copied on the way (`ArmResult.at`); one run,
+    one schedule, whatever the checkpoints (see `Snapshots`)."""
     config = for_objective(config, arm.objective)
     if model is None:
         model = build_model(arm.objective, size, generator_fraction, config.seed, start)
@@ -145,14 +264,21 @@ def pretrain_arm(
         injection = None  # an MLM's false negatives are its own predictions
     monitor = NegativesMonitor(arm, tables.correction, vocab, log_every=config.log_every,
                                injection=injection, seed=config.seed).attach(model)
+    snapshots, hook = None, monitor
+    if checkpoints:
+        steps = check_checkpoints(list(checkpoints), config.steps, config.log_every)
+        snapshots = Snapshots(steps, checkpoint_dir)
+        hook = SnapshotHook(monitor, snapshots, model)
     try:
         history = pretrain(model, data, config, mask_id=mask_id, num_special=num_special,
-                           hook=monitor, progress=progress, checkpoint_dir=checkpoint_dir)
+                           hook=hook, progress=progress, checkpoint_dir=checkpoint_dir)
     finally:
         monitor.detach()
+    if snapshots is not None:
+        snapshots.take(model, config.steps)
     history = monitor.merge(history)
     step_ms = 1000.0 * history[-1]["wall_s"] / history[-1]["step"] if history else float("nan")
-    return ArmResult(arm, model, history, monitor.top_false_negatives(vocab), step_ms)
+    return ArmResult(arm, model, history, monitor.top_false_negatives(vocab), step_ms, snapshots)
 
 
 def history_rows(result: ArmResult, seed: int) -> list[dict]:

@@ -124,6 +124,40 @@ def finetune_and_test(model: torch.nn.Module | None, size: ModelSize, task: Task
             "score_metric": metric, "finetune_s": result.wall_s}
 
 
+def task_digest(task: TaskData | QATaskData) -> str:
+    """What identifies a prepared task's numbers: its name and every encoded split's tensors."""
+    from mlmlib.checkpoint import tensors_digest
+
+    splits = [task.train, task.validation, task.test, task.test_synonyms]
+    tensors = [t for split in splits for _, t in sorted(
+        (split.tensors if isinstance(split, qa.Windows) else split).items())]
+    return f"{task.name}:{tensors_digest(tensors)}"
+
+
+def scratch_result(size: ModelSize, task: TaskData | QATaskData, config: FinetuneConfig,
+                   pooling: str = "mean") -> dict:
+    """`finetune_and_test` of the randomly initialised encoder (`model=None`), cached by task,
+    geometry, fine-tuning settings (its seed among them) and pooling.
+
+    Why: `scratch` does not depend on the arm or the checkpoint, and a plan that runs one arm
+    per notebook (the paper plan) would otherwise fine-tune it once per arm.
+    """
+    import json
+
+    from mlmlib import cache
+
+    key = {"task": task_digest(task), "size": dataclasses.asdict(size),
+           "finetune": dataclasses.asdict(config), "pooling": pooling}
+
+    def build(folder):
+        row = finetune_and_test(None, size, task, config, pooling=pooling)
+        (folder / "row.json").write_text(json.dumps(row))
+
+    folder = cache.cached("true-negatives-scratch", key, build, code_of=__name__,
+                          expect=("row.json",))
+    return json.loads((folder / "row.json").read_text())
+
+
 def bert_size(size: ModelSize) -> ModelSize:
     """`size` as BERT builds it: no factorised embeddings (see `build_model`)."""
     return dataclasses.replace(size, embedding_size=None)

@@ -3,7 +3,8 @@
 `NegativesMonitor` restricts false negatives to whole-word tokens, hands `negatives.make_hook`'s
 output to the training loop, and logs the discriminator's accuracy on original / replaced /
 false-negative positions; `Injection` is the CPU-scale stand-in that puts synonyms into
-ELECTRA's generator samples.
+ELECTRA's generator samples. Every statistic stays on the device until a log step reads it
+(`DeviceStatsHook`): a training step makes no host sync of its own.
 """
 
 from __future__ import annotations
@@ -43,6 +44,84 @@ class Injection:
             raise ValueError(f"synonym_rate must be in [0, 1], got {self.rate!r}")
 
 
+class DeviceStatsHook(neg.NegativesHook):
+    """`negatives.NegativesHook` with its statistics kept as device tensors.
+
+    Why: the parent returns Python floats (a host sync per statistic per step, which stalls a
+    GPU every step); the training loop sums tensors over a log window and reads them once there.
+    The corrections are the parent's functions, applied exactly as the parent applies them (a
+    test compares the two outputs).
+    """
+
+    def __call__(self, step) -> neg.NegativesOutput:
+        """Run on one training step: detection, HC and SR as the parent, tensor statistics."""
+        out = neg.NegativesOutput()
+        targets, samples, masked = step.targets, step.samples, step.masked
+        fn = None
+        if self.table is not None:
+            if self.table.keys.device != targets.device:
+                self.table = self.table.to(targets.device)
+            fn = neg.false_negatives(targets, samples, self.table)
+            out.stats.update(device_fn_stats(targets, samples, fn))
+        self.last_fn = fn
+        on_mlm, on_disc = self.apply_to in ("both", "mlm"), self.apply_to in ("both", "disc")
+        extra: list[torch.Tensor] = []
+        if self.hc == "shield":
+            if on_mlm:
+                out.mlm_weights = neg.shield_mlm_weights(fn)
+            if on_disc:
+                out.disc_weights = neg.shield_disc_weights(fn, masked)
+        elif self.hc == "relabel":
+            if on_mlm:
+                extra.append(neg.relabel_mlm_correction(step.logits, targets, samples, fn))
+            if on_disc:
+                out.disc_labels = neg.relabel_disc_labels(step.input_ids, step.corrupted_ids, masked, fn)
+        expected = None
+        if {"sr-word", "sr-sentence"} & set(self.sr):
+            emb = step.embeddings if self.embed_grad else step.embeddings.detach()
+            expected = neg.expected_embeddings(step.logits, emb)
+        for kind in self.sr:
+            if kind == "sr-word":
+                loss = neg.sr_word_loss(step.logits, targets, step.embeddings,
+                                        embed_grad=self.embed_grad, expected=expected)
+            elif kind == "sr-smooth":
+                loss = neg.sr_smooth_loss(step.logits, targets, step.embeddings, eps=self.eps,
+                                          tau=self.tau)
+            else:
+                loss = neg.sr_sentence_loss(step.logits, step.input_ids, masked, step.embeddings,
+                                            attention_mask=getattr(step, "attention_mask", None),
+                                            embed_grad=self.embed_grad, expected=expected)
+            out.stats[kind.replace("-", "_") + "_loss"] = loss.detach().float()
+            extra.append(self.lam * loss)
+        if extra:
+            out.extra_loss = torch.stack(extra).sum()
+        return out
+
+
+def device_fn_stats(targets: torch.Tensor, samples: torch.Tensor, fn: torch.Tensor) -> dict:
+    """negatives.false_negative_stats as 0-d float tensors on the device (no host sync)."""
+    n_masked = torch.tensor(float(targets.numel()), device=targets.device)
+    n_replaced = (samples != targets).sum().float()
+    n_fn = fn.sum().float()
+    return {"n_masked": n_masked, "n_replaced": n_replaced, "n_fn": n_fn,
+            "fn_rate_replaced": n_fn / n_replaced.clamp_min(1),  # 0 where nothing was replaced
+            "fn_rate_masked": n_fn / n_masked.clamp_min(1)}
+
+
+def disc_counts(disc_logits: torch.Tensor, labels: torch.Tensor, fn_pos: torch.Tensor,
+                attention_mask: torch.Tensor | None) -> torch.Tensor:
+    """[correct, n] for original, replaced and false-negative positions: (6,) on the device,
+    the counts behind negatives.disc_accuracy_by_kind (same kinds, same rule)."""
+    fn_pos = fn_pos.bool()
+    valid = torch.ones_like(fn_pos) if attention_mask is None else attention_mask.bool()
+    pred, lab = disc_logits.detach() > 0, labels > 0.5
+    right = pred == (lab | fn_pos)
+    counts = []
+    for where in (valid & ~lab & ~fn_pos, valid & lab & ~fn_pos, valid & fn_pos):
+        counts += [(right & where).sum(), where.sum()]
+    return torch.stack(counts).double()
+
+
 class NegativesMonitor:
     """Training-step hook of one arm: whole-word false negatives, HC/SR, and accuracy by kind.
 
@@ -62,13 +141,14 @@ class NegativesMonitor:
         self.seed = seed
         self._inject_rng: torch.Generator | None = None
         self._inject_state: torch.Tensor | None = None  # restored state, applied at first use
-        self.inner = neg.make_hook(arm.method, table, lam=arm.lam, eps=arm.eps, tau=arm.tau,
-                                   apply_to=arm.target)
+        self.inner = DeviceStatsHook(arm.method, table, lam=arm.lam, eps=arm.eps, tau=arm.tau,
+                                     apply_to=arm.target)
         # Vectorised whole-word test: one bool per vocabulary entry.
         self.continuation = torch.tensor([t.startswith("##") for t in vocab], dtype=torch.bool)
         self.log_every = log_every
         self.top_pairs = top_pairs
-        self.windows: dict[int, np.ndarray] = {}  # window end step -> [correct, n] x 3 kinds
+        # window end step -> [correct, n] x 3 kinds, a device tensor until it is read
+        self.windows: dict[int, torch.Tensor] = {}
         self.pairs: Counter = Counter()  # (original id, sample id) of false negatives, on log steps
         self._pending: tuple | None = None
         self._handle = None
@@ -111,8 +191,8 @@ class NegativesMonitor:
             step = dataclasses.replace(step, samples=samples)
         out = self.inner(step)
         fn = self.inner.last_fn  # the inner hook's detection, on the same table and samples
-        if step.step % self.log_every == 0 and self.top_pairs:
-            self.pairs.update(zip(step.targets[fn].tolist(), samples[fn].tolist()))
+        if step.step % self.log_every == 0 and self.top_pairs:  # the window's one host read
+            self.pairs.update(map(tuple, torch.stack([step.targets[fn], samples[fn]], 1).tolist()))
         if self._handle is not None:  # only a discriminator reads these
             self._pending = (step.step, step.corrupted_ids != step.input_ids,
                              neg.to_positions(fn, step.masked, False), step.attention_mask)
@@ -120,7 +200,8 @@ class NegativesMonitor:
         fields = {f.name: getattr(out, f.name, None) for f in dataclasses.fields(HookOutput)}
         if injected is not None:
             fields["samples"] = injected
-            fields["stats"] = {**fields["stats"], "injected_frac": float(put.float().mean()) if put.numel() else 0.0}
+            frac = put.float().mean() if put.numel() else torch.zeros((), device=put.device)
+            fields["stats"] = {**fields["stats"], "injected_frac": frac}
         return HookOutput(**fields)
 
     def _on_discriminator(self, module, args, output) -> None:
@@ -128,13 +209,19 @@ class NegativesMonitor:
             return
         step, labels, fn_pos, attention = self._pending
         self._pending = None
-        acc = neg.disc_accuracy_by_kind(output.logits, labels.float(), fn_pos, attention_mask=attention)
-        counts = []
-        for kind in ("original", "replaced", "false_negative"):
-            n = acc[f"n_{kind}"]
-            counts += [acc[f"acc_{kind}"] * n if n else 0.0, n]
+        counts = disc_counts(output.logits, labels.float(), fn_pos, attention)
         end = -(-step // self.log_every) * self.log_every
-        self.windows[end] = self.windows.get(end, 0.0) + np.asarray(counts)
+        prev = self.windows.get(end)
+        self.windows[end] = counts if prev is None else prev.to(counts.device) + counts
+
+    def window_sums(self) -> dict[int, np.ndarray]:
+        """The discriminator's counts per window as host arrays (read when asked for: at the end
+        of training and at a training checkpoint, never per step)."""
+        if not self.windows:
+            return {}
+        ends = sorted(self.windows)
+        sums = torch.stack([self.windows[e].double() for e in ends]).cpu().numpy()  # one read
+        return dict(zip(ends, sums))
 
     def attach(self, model: torch.nn.Module) -> NegativesMonitor:
         """Watch the discriminator of an ElectraPair (MLM models have none)."""
@@ -150,9 +237,10 @@ class NegativesMonitor:
 
     def merge(self, history: list[dict]) -> list[dict]:
         """Add disc_acc_{original,replaced,false_negative} (None where a kind had no position)."""
+        windows = self.window_sums()
         for row in history:
             # the loop logs at multiples of log_every and at the last step (a partial window)
-            sums = self.windows.get(-(-row["step"] // self.log_every) * self.log_every)
+            sums = windows.get(-(-row["step"] // self.log_every) * self.log_every)
             if sums is None:
                 continue
             for i, kind in enumerate(("original", "replaced", "false_negative")):
@@ -177,7 +265,7 @@ class NegativesMonitor:
     def state_dict(self) -> dict:
         """The statistics gathered so far (JSON-able): saved in each training checkpoint, so a
         resumed or already finished run records the same statistics as an uninterrupted one."""
-        state = {"windows": [[end, sums.tolist()] for end, sums in sorted(self.windows.items())],
+        state = {"windows": [[end, sums.tolist()] for end, sums in sorted(self.window_sums().items())],
                  "pairs": [[a, b, c] for (a, b), c in self.pairs.items()]}
         if self._inject_rng is not None:  # the injection's draws go on where they stopped
             state["inject_rng"] = self._inject_rng.get_state().tolist()
@@ -185,7 +273,7 @@ class NegativesMonitor:
 
     def load_state_dict(self, state: dict) -> None:
         """Restore the statistics of state_dict()."""
-        self.windows = {int(end): np.asarray(sums, dtype=np.float64) for end, sums in state["windows"]}
+        self.windows = {int(end): torch.tensor(sums, dtype=torch.float64) for end, sums in state["windows"]}
         self.pairs = Counter({(int(a), int(b)): int(c) for a, b, c in state["pairs"]})
         if state.get("inject_rng") is not None:
             self._inject_state = torch.tensor(state["inject_rng"], dtype=torch.uint8)

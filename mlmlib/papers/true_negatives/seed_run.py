@@ -1,5 +1,6 @@
-"""B1's loop for one pretraining seed: every arm pretrained, fine-tuned on every task and seed,
-then the same encoder from scratch; and the checks that fail before any of it runs."""
+"""B1's loop for one pretraining seed: every arm pretrained as one chain, fine-tuned at each of its
+checkpoints on every task and fine-tuning seed, then the same encoder from scratch (once per task
+and fine-tuning seed, cached); and the checks that fail before any of it runs."""
 
 from __future__ import annotations
 
@@ -13,9 +14,14 @@ from mlmlib.finetune import FinetuneConfig
 from mlmlib.models import POOLINGS, ModelSize
 from mlmlib.papers.true_negatives import qa
 from mlmlib.papers.true_negatives.arm_config import ArmConfig
-from mlmlib.papers.true_negatives.arm_pretraining import history_rows, pretrain_arm, warm_start
+from mlmlib.papers.true_negatives.arm_pretraining import (
+    check_checkpoints,
+    history_rows,
+    pretrain_arm,
+    warm_start,
+)
 from mlmlib.papers.true_negatives.config import SCRATCH, Start, Table
-from mlmlib.papers.true_negatives.downstream import TaskData, finetune_and_test
+from mlmlib.papers.true_negatives.downstream import TaskData, finetune_and_test, scratch_result
 from mlmlib.papers.true_negatives.lookup_tables import Tables, build_tables
 from mlmlib.papers.true_negatives.monitor import Injection
 from mlmlib.papers.true_negatives.substitution import check_substitution_pos
@@ -29,6 +35,7 @@ class ArmRuns:
     training: list[dict]
     downstream: list[dict]
     arms: list[dict]
+    checkpoints: list[dict] = dataclasses.field(default_factory=list)  # arm x checkpoint
 
 
 def check_lists(**lists: Sequence) -> None:
@@ -48,17 +55,26 @@ def check_pooling(pooling: str) -> None:
 
 
 def check_parameters(arms: Sequence[str], tasks: Sequence[str], finetune_seeds: Sequence[int], *,
-                     pooling: str = "mean", substitution_pos: str = "unambiguous") -> None:
+                     pooling: str = "mean", substitution_pos: str = "unambiguous",
+                     checkpoints: Sequence[int] = (), steps: int = 1, log_every: int = 1) -> None:
     """Fail at once, naming B1's parameter, on lists and choices that B1 cannot run."""
     from mlmlib.data.tasks import EMBEDDED_TASKS, HUB_TASKS
 
     check_lists(arms=arms, tasks=tasks, finetune_seeds=finetune_seeds)
+    check_checkpoints(checkpoints, steps, log_every)
     known = (*EMBEDDED_TASKS, *HUB_TASKS, *qa.QA_TASKS)
     unknown = [t for t in tasks if t not in known]
     if unknown:
         raise ValueError(f"parameter tasks: unknown {unknown}; known tasks: {', '.join(known)}")
     check_pooling(pooling)
     check_substitution_pos(substitution_pos)
+
+
+def finetune_configs(finetune_seeds: Sequence[int], seed: int, **settings) -> list[FinetuneConfig]:
+    """One FinetuneConfig per fine-tuning seed, each offset by the pretraining seed `seed`: the
+    pretraining seed varies the fine-tuning too, and the arms of one seed share its draws."""
+    check_lists(finetune_seeds=finetune_seeds)
+    return [FinetuneConfig(seed=seed + s, **settings) for s in finetune_seeds]
 
 
 def tables_for_arms(vocab: Sequence[str], special_tokens: Sequence[str], table: Table,
@@ -104,11 +120,15 @@ def run_arms(
     tasks: Sequence[TaskData], data: dict, size: ModelSize, config: PretrainConfig,
     finetune_configs: Sequence[FinetuneConfig], *,
     source: str, mask_id: int, num_special: int, generator_fraction: float, data_key: dict,
-    warm_start_steps: int = 0, warm_start_seed: int = 0, pooling: str = "mean",
+    warm_start_steps: int = 0, warm_start_seed: int | None = None, pooling: str = "mean",
     checkpoint_dir: Path | None = None, log: Callable[[str], Any] | None = print,
-    start: Start = Start(), injection: Injection | None = None,
+    start: Start = Start(), injection: Injection | None = None, checkpoints: Sequence[int] = (),
 ) -> ArmRuns:
-    """Pretrain every arm with seed config.seed, fine-tune it on every task and seed, then `scratch`.
+    """Pretrain every arm with seed config.seed as one chain, fine-tune it at each checkpoint on
+    every task and seed, then `scratch` (cached: once per task and fine-tuning settings).
+
+    `checkpoints`: the steps at which the chain is fine-tuned besides config.steps
+    (`check_checkpoints`); `warm_start_seed` None: the warm start is the pretraining seed's own.
 
     `tables`: source -> Tables, for `source` (the run's) and every arm's own; `data_key`
     identifies `data` in the warm start's cache key. With config.checkpoint_every, each arm
@@ -123,13 +143,15 @@ def run_arms(
     missing = sorted({a.source or source for a in arms} - set(tables))
     if missing:
         raise ValueError(f"tables has no entry for source(s) {missing}; build_tables for each arm's source")
+    steps = check_checkpoints(list(checkpoints), config.steps, config.log_every)
     seed = config.seed
-    training, downstream, arm_rows = [], [], []
+    training, downstream, arm_rows, checkpoint_rows = [], [], [], []
     for arm in arms:
         warm = None
         if warm_start_steps:
             warm = warm_start(arm.objective, size, generator_fraction, data, config,
-                              steps=warm_start_steps, seed=warm_start_seed, mask_id=mask_id,
+                              steps=warm_start_steps,
+                              seed=seed if warm_start_seed is None else warm_start_seed, mask_id=mask_id,
                               num_special=num_special, data_key=data_key, start=start)
         folder = None
         if checkpoint_dir is not None and config.checkpoint_every:
@@ -137,29 +159,48 @@ def run_arms(
         result = pretrain_arm(arm, tables[arm.source or source], vocab, data, size, config,
                               mask_id=mask_id, num_special=num_special,
                               generator_fraction=generator_fraction, model=warm, checkpoint_dir=folder,
-                              start=start, injection=injection)
-        training += history_rows(result, seed)
+                              start=start, injection=injection, checkpoints=steps)
+        rows = history_rows(result, seed)
+        training += rows
         arm_rows.append({"arm": arm.name, "objective": arm.objective, "method": arm.method,
                          "pretrain_seed": seed, "step_ms": result.step_ms,
                          "top_false_negatives": result.top_false_negatives[:10]})
-        for task in tasks:
-            for ft in finetune_configs:
-                row = finetune_and_test(result.model, size, task, ft, pooling=pooling)
-                downstream.append({"arm": arm.name, "objective": arm.objective, "method": arm.method,
-                                   "pretrain_seed": seed, **row})
+        for step in result.checkpoints:
+            checkpoint_rows.append(checkpoint_row(rows, step))
+            model = result.at(step)
+            for task in tasks:
+                for ft in finetune_configs:
+                    row = finetune_and_test(model, size, task, ft, pooling=pooling)
+                    downstream.append({"arm": arm.name, "objective": arm.objective,
+                                       "method": arm.method, "pretrain_seed": seed,
+                                       "checkpoint": step, "test_n": task.info.get("test"), **row})
         if log:
             last = result.history[-1]
             injected = (f", {last['injected_frac']:.3f} of masked tokens injected synonyms"
                         if last.get("injected_frac") is not None else "")
             log(f"{arm.name}: {result.step_ms:.0f} ms/step, false negatives "
                 f"{last.get('fn_rate_replaced', 0):.4f} of replaced tokens at the end{injected}")
-    # the no-pretraining baseline: the same encoder, randomly initialised, fine-tuned alike
+    # the no-pretraining baseline: the same encoder, randomly initialised, fine-tuned alike;
+    # one row per task and fine-tuning seed, which every arm and checkpoint is compared with
     for task in tasks:
         for ft in finetune_configs:
-            row = finetune_and_test(None, size, task, ft, pooling=pooling)
+            row = scratch_result(size, task, ft, pooling=pooling)
             downstream.append({"arm": "scratch", "objective": "scratch", "method": "none",
-                               "pretrain_seed": seed, **row})
-    return ArmRuns(training, downstream, arm_rows)
+                               "pretrain_seed": seed, "checkpoint": None,
+                               "test_n": task.info.get("test"), **row})
+    return ArmRuns(training, downstream, arm_rows, checkpoint_rows)
+
+
+CHECKPOINT_FIELDS = ("tokens_seen", "generator_acc", "disc_acc_original", "disc_acc_replaced",
+                     "disc_acc_false_negative", "fn_rate_replaced", "fn_rate_masked", "n_fn",
+                     "injected_frac")
+
+
+def checkpoint_row(rows: Sequence[dict], step: int) -> dict:
+    """One arm's state at a checkpoint: the logging window that ends there (its statistics)."""
+    row = next(r for r in rows if r["step"] == step)
+    return {k: row[k] for k in ("arm", "objective", "method", "pretrain_seed")} | {
+        "checkpoint": step, **{k: row.get(k) for k in CHECKPOINT_FIELDS}}
 
 
 def b1_metrics(runs: ArmRuns, tables: dict[str, Tables], tasks: Sequence[TaskData],
@@ -170,6 +211,7 @@ def b1_metrics(runs: ArmRuns, tables: dict[str, Tables], tasks: Sequence[TaskDat
         "training": runs.training,
         "downstream": runs.downstream,
         "arms": runs.arms,
+        "checkpoints": runs.checkpoints,
         "tables": [t.info for t in tables.values()],
         "tasks": [t.info for t in tasks],
         "substitution_samples": [row for t in tasks for row in t.samples],
