@@ -115,10 +115,37 @@ class ContinuedMLM:
     steps: int = 60                 # paper: thousands (the paper plan: 10,000)
     batch_size: int = 32            # paper: 32 or more
     lr: float = 0.001               # paper: 5e-5 for bert-base
+    # A dose-response: the step counts at which one chain per (arm, seed) is read (nested
+    # checkpoints), increasing, the last equal to `steps`; 0 is the base itself. () : one dose,
+    # `steps`, trained with a decaying schedule as before. A chain keeps its learning rate
+    # constant after `warmup_steps`, so its state at a dose is that of a run to that dose.
+    doses: tuple[int, ...] = ()
+    warmup_steps: int = 0
 
     def __post_init__(self) -> None:
         _positive(self, "steps", "batch_size")
+        _not_negative(self, "warmup_steps")
         _rate(self, "lr")
+        if self.doses:
+            check_doses(self.doses, self.steps)
+
+
+def check_doses(doses, steps: int | None = None, parameter: str = "mlm.doses") -> tuple[int, ...]:
+    """Doses of continued MLM in steps: ints >= 0, strictly increasing, one above 0, the last
+    `steps` (when given); a ValueError naming `parameter` otherwise."""
+    doses = tuple(doses) if isinstance(doses, (list, tuple)) else doses
+    if not isinstance(doses, tuple) or not doses or any(
+            isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in doses):
+        raise ValueError(f"{parameter} must be a non-empty list of step counts (ints >= 0), "
+                         f"got {doses!r}")
+    if any(b <= a for a, b in zip(doses, doses[1:])):
+        raise ValueError(f"{parameter} must be strictly increasing, got {list(doses)}")
+    if doses[-1] < 1:
+        raise ValueError(f"{parameter} needs a dose above 0 steps, got {list(doses)}")
+    if steps is not None and doses[-1] != steps:
+        raise ValueError(f"{parameter}: the last dose ({doses[-1]}) must equal mlm.steps ({steps}), "
+                         "the length of the chain")
+    return doses
 
 
 @dataclass(frozen=True)
@@ -150,3 +177,50 @@ class FineTuning:
         _positive(self, "few_labels", "few_epochs", "all_epochs", "batch_size", "selection_holdout")
         _not_negative(self, "all_max_steps", "validation_size", "test_size")
         _rate(self, "lr")
+
+
+@dataclass(frozen=True)
+class SyntheticSelective:
+    """C4's controlled analogue: a synthetic language, an encoder pretrained on it to convergence,
+    then continued MLM on the task's sequences and few-label fine-tuning at every dose."""
+
+    n_sets: int = 100               # synonym sets (paper A's language sizes, its smoke values)
+    n_states: int = 500
+    n_patterns: int = 4             # label patterns; their synonym sets are the task word list
+    pattern_length: int = 2
+    pattern_set_size: int = 2
+    corpus_size: int = 4000         # general pretraining sequences (both chains, both alphabets)
+    length: int = 32                # tokens per sequence
+    hidden: int = 64
+    layers: int = 2
+    heads: int = 2
+    base_steps: int = 1000          # general MLM steps from scratch (uniform 15%)
+    base_batch_size: int = 64
+    base_lr: float = 0.002
+    loss_threshold: float = 2.5     # the base must end below this MLM loss (converged)
+    task_size: int = 2000           # the task's training sequences (continued MLM reads them)
+    doses: tuple[int, ...] = (0, 10, 30, 100)  # continued-MLM steps, nested in one chain
+    batch_size: int = 32
+    lr: float = 0.001
+    target_rate: float = 0.2        # every arm's expected masking rate
+    beta: float = 3.0               # exponential: weight exp(beta * score)
+    few_labels: int = 100           # fine-tuning labels (class-stratified, seeded)
+    epochs: int = 10
+    finetune_lr: float = 0.001
+    validation_size: int = 200
+    test_size: int = 1000
+    heldout_size: int = 500         # held-out task sequences for the masked-LM loss
+
+    def __post_init__(self) -> None:
+        _positive(self, "n_sets", "n_states", "n_patterns", "pattern_length", "pattern_set_size",
+                  "corpus_size", "length", "hidden", "layers", "heads", "base_steps",
+                  "base_batch_size", "task_size", "batch_size", "few_labels", "epochs",
+                  "validation_size", "test_size", "heldout_size")
+        _rate(self, "base_lr", "lr", "finetune_lr", "loss_threshold")
+        check_doses(self.doses, parameter="synthetic.doses")
+        if not 0.0 < self.target_rate < 1.0:
+            raise ValueError(f"target_rate must be in (0, 1), got {self.target_rate!r}")
+        if self.hidden % self.heads:
+            raise ValueError(f"hidden ({self.hidden}) must be divisible by heads ({self.heads})")
+        if self.few_labels > self.task_size:
+            raise ValueError(f"few_labels ({self.few_labels}) must be <= task_size ({self.task_size})")

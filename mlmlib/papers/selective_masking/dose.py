@@ -1,0 +1,227 @@
+"""Dose-response of continued MLM: one chain per (arm, seed), read at nested doses.
+
+Thirty steps of continued MLM did not move MiniLM's accuracy (C2's `cpu` records), so before
+asking whether selective masking beats random masking we ask at which dose continued MLM does
+anything. One chain per arm trains to the largest dose and is read at every smaller one: its
+state at a dose is exactly that of a chain run to that dose alone (the learning rate is constant
+after a fixed warmup, so no schedule depends on the chain's length; a test checks it).
+
+At every dose each arm is measured three ways:
+
+* what it masks: the expected share of list words among its masked tokens (`composition`);
+* the manipulation: the masked-LM loss on held-out task text, under one fixed masking shared by
+  every arm and dose (continued MLM on the task's text should lower it);
+* the downstream score: a cheap probe (frozen mean-pooled features, logistic regression from
+  scikit-learn: what the encoder's states already separate) at every dose, and full fine-tuning
+  at the doses asked for.
+
+Why our own loop rather than `pretrain`: its schedule decays over the run's length, so a
+checkpoint at step 30 of a 300-step run is not a 30-step run. The step itself is `pretrain`'s
+(`Objective`, `_batch`, `BatchSampler`), so the masking and loss are the same code.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+import torch
+
+from mlmlib.papers.selective_masking.config import check_doses
+
+
+def chain(base_model, data: dict, config, doses, on_dose: Callable[[int, object], None], *,
+          mask_id: int, num_special: int, warmup_steps: int = 0, replace_ids=None,
+          progress: bool | None = False) -> list[dict]:
+    """Continued MLM of a copy of `base_model` on `data` (with "mask_prob") to the last dose,
+    calling `on_dose(dose, model)` (model in eval mode) at every dose, 0 included when listed.
+
+    `config`: a `PretrainConfig` (mask split, batch size, lr, weight decay, grad clip, seed).
+    `on_dose` may train other models: the random state the chain draws from is restored after
+    it, so what it does never changes the chain. Returns the training loss per dose.
+    """
+    from mlmlib.pretrain import BatchSampler, Objective, _batch, check_data, param_groups
+
+    doses = check_doses(doses)
+    config = replace(config, steps=doses[-1], whole_word="word_ids" in data)
+    n, _ = check_data(data, config)
+    model = copy.deepcopy(base_model)
+    vocab_size = model.get_input_embeddings().weight.shape[0]
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model.to(device)
+    torch.manual_seed(config.seed)  # dropout draws from the global generator, as in `pretrain`
+    sampler = BatchSampler(n, config.batch_size, config.seed)
+    optimizer = torch.optim.AdamW(param_groups(model, config.weight_decay), lr=config.lr,
+                                  betas=config.betas, eps=config.eps)
+    warm = max(0, int(warmup_steps))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
+    objective = Objective(model, config)
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+    step, out, window, t0 = 0, [], [], time.perf_counter()
+    for dose in doses:
+        model.train()
+        while step < dose:
+            step += 1
+            batch = _batch(data, sampler.next(), config, sampler, mask_id, vocab_size,
+                           num_special, replace_ids)
+            moved = {k: v.to(device) if isinstance(v, torch.Tensor) else v
+                     for k, v in batch.items()}
+            loss, _ = objective(step, moved["input_ids"], moved["attention_mask"],
+                                moved["corrupted"], moved["masked"])
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"non-finite loss ({float(loss)}) at step {step}")
+            loss.backward()
+            if config.grad_clip:
+                torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            window.append(float(loss.detach()))
+            if progress is not None and step % max(1, doses[-1] // 8) == 0:
+                print(f"step {step}/{doses[-1]} | loss {np.mean(window[-20:]):.4f} | "
+                      f"{time.perf_counter() - t0:.0f} s", flush=True)
+        model.eval()
+        state = torch.get_rng_state()
+        on_dose(dose, model)
+        torch.set_rng_state(state)
+        out.append({"dose": dose, "train_loss": float(np.mean(window)) if window else float("nan"),
+                    "chain_s": time.perf_counter() - t0})
+        window = []
+    return out
+
+
+# ---------------------------------------------------------------- the manipulation control
+
+
+def heldout_batches(data: dict, rate: float, seed: int, *, mask_id: int, vocab_size: int,
+                    num_special: int, replace_ids=None, batch_size: int = 64) -> list[dict]:
+    """One fixed masking of held-out text (uniform whole words at `rate`, BERT's 80/10/10),
+    drawn once with `seed`: every arm and dose is scored on the same corrupted positions."""
+    from mlmlib.masking import mask_tokens
+
+    gen = torch.Generator().manual_seed(seed)
+    batches = []
+    for start in range(0, data["input_ids"].shape[0], batch_size):
+        sl = slice(start, start + batch_size)
+        ids = data["input_ids"][sl].long()
+        attention = data["attention_mask"][sl].bool()
+        special = ~attention | data["special_tokens_mask"][sl].bool()
+        corrupted, masked = mask_tokens(ids, rate, generator=gen, mask_id=mask_id,
+                                        vocab_size=vocab_size, special_mask=special,
+                                        word_ids=data["word_ids"][sl] if "word_ids" in data else None,
+                                        num_special=num_special, replace_ids=replace_ids)
+        batches.append({"input_ids": ids, "attention_mask": attention.long(),
+                        "corrupted": corrupted, "masked": masked})
+    if not sum(int(b["masked"].sum()) for b in batches):
+        raise ValueError("held-out text: the fixed masking masked no token; give more text")
+    return batches
+
+
+@torch.no_grad()
+def heldout_mlm_loss(model, batches: list[dict]) -> float:
+    """Mean cross-entropy (nats) over the masked positions of `heldout_batches`."""
+    from mlmlib.pretrain import masked_lm_logits
+
+    device = next(model.parameters()).device
+    was_training, total, count = model.training, 0.0, 0
+    model.eval()
+    for b in batches:
+        masked = b["masked"].to(device)
+        logits = masked_lm_logits(model, b["corrupted"].to(device), b["attention_mask"].to(device),
+                                  masked)
+        targets = b["input_ids"].to(device)[masked]
+        total += float(torch.nn.functional.cross_entropy(logits.float(), targets, reduction="sum"))
+        count += int(masked.sum())
+    model.train(was_training)
+    return total / count
+
+
+# ---------------------------------------------------------------- the cheap downstream score
+
+
+@torch.no_grad()
+def pooled_features(model, data: dict, batch_size: int = 128) -> np.ndarray:
+    """The encoder's last states, mean-pooled over each text's tokens: (N, hidden), frozen."""
+    encoder = model.base_model
+    device = next(model.parameters()).device
+    out = []
+    for start in range(0, data["input_ids"].shape[0], batch_size):
+        ids = data["input_ids"][start:start + batch_size].to(device)
+        attention = data["attention_mask"][start:start + batch_size].to(device)
+        hidden = encoder(input_ids=ids, attention_mask=attention).last_hidden_state
+        weights = attention.unsqueeze(-1).to(hidden.dtype)
+        out.append(((hidden * weights).sum(1) / weights.sum(1).clamp_min(1.0)).float().cpu())
+    return torch.cat(out).numpy()
+
+
+def probe_scores(model, train: dict, test: dict, seed: int) -> dict:
+    """Logistic regression on frozen mean-pooled features: test accuracy and macro-F1."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import accuracy_score, f1_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    x_train, x_test = pooled_features(model, train), pooled_features(model, test)
+    y_train, y_test = train["labels"].numpy(), test["labels"].numpy()
+    probe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000, random_state=seed))
+    predicted = probe.fit(x_train, y_train).predict(x_test)
+    return {"probe_accuracy": float(accuracy_score(y_test, predicted)),
+            "probe_f1": float(f1_score(y_test, predicted, average="macro"))}
+
+
+# ---------------------------------------------------------------- every arm of one seed
+
+
+def run_doses(base_model, arms: dict, doses, pretrain_config, *, heldout: list[dict], few: dict,
+              validation: dict, test: dict, finetune: dict, finetune_doses, seed: int,
+              mask_id: int, num_special: int, warmup_steps: int = 0, replace_ids=None,
+              pooling: str = "mean", progress: bool | None = False) -> list[dict]:
+    """One chain per continued arm; a row per (arm, word list, dose) with what it masks
+    (`list_share`), the held-out masked-LM loss, the probe (trained on `few`) and, at
+    `finetune_doses`, the fine-tuned classifiers: `finetuned`, label regime -> scores.
+
+    `finetune`: label regime -> (training examples, `FinetuneConfig`).
+
+    `arms`: (arm, word list) -> (mask data or None for the base, list share of masked tokens).
+    The base (dose 0) is measured once and shared by every arm's chain.
+    """
+    from mlmlib.papers.selective_masking.experiment import finetune_arm
+
+    doses = check_doses(doses)
+    finetune_doses = set(finetune_doses)
+
+    def measure(model, dose: int) -> dict:
+        row = {"heldout_loss": heldout_mlm_loss(model, heldout),
+               **probe_scores(model, few, test, seed)}
+        if dose in finetune_doses:
+            row["finetuned"] = {regime: finetune_arm(model, train, validation, test, config, seed,
+                                                     progress=progress, pooling=pooling)
+                                | {"train_examples": int(train["labels"].shape[0])}
+                                for regime, (train, config) in finetune.items()}
+        return row
+
+    t0 = time.perf_counter()
+    base_row = measure(base_model, 0) | {"chain_s": time.perf_counter() - t0, "train_loss": float("nan")}
+    rows = []
+    for (arm, word_list), (data, share) in arms.items():
+        named = {"arm": arm, "word_list": word_list, "seed": seed, "list_share": share}
+        if data is None:  # the base itself: dose 0 only
+            rows.append(named | {"dose": 0} | base_row)
+            continue
+        measured = {0: base_row} if doses[0] == 0 else {}
+
+        def on_dose(dose, model, measured=measured):
+            if dose:
+                measured[dose] = measure(model, dose)
+
+        for trained in chain(base_model, data, replace(pretrain_config, seed=seed), doses,
+                             on_dose, mask_id=mask_id, num_special=num_special,
+                             warmup_steps=warmup_steps, replace_ids=replace_ids, progress=progress):
+            dose = trained["dose"]
+            extra = {} if not dose else trained
+            rows.append(named | {"dose": dose} | measured[dose] | extra)
+    return rows
