@@ -138,15 +138,15 @@ def test_frozen_cbow_embeddings_do_not_change_during_finetuning():
     assert "bert.encoder.layer.0.attention.self.query.weight" in changed["cbow-frozen"]  # the rest trains
 
 
-def test_mixture_curves_expand_to_every_train_ratio():
-    base = {"models": ["scratch", "with", "cbow"], "train_ratios": [0.25, 0.5, 1.0],
+def test_mixture_curves_expand_to_every_train_size():
+    base = {"models": ["scratch", "with", "cbow"], "train_sizes": [400, 800, 1600],
             "bd2_fractions": [0.0, 0.1, 0.5], "bd2_models": ["scratch", "with"]}
-    clean = {(0.0, r, m) for r in (0.25, 0.5, 1.0) for m in ("scratch", "with", "cbow")}
+    clean = {(0.0, n, m) for n in (400, 800, 1600) for m in ("scratch", "with", "cbow")}
     curves = dist.Sweep(**base, bd2_curves=True).planned_runs()
-    assert set(curves) == clean | {(f, r, m) for f in (0.1, 0.5) for r in (0.25, 0.5, 1.0) for m in ("scratch", "with")}
+    assert set(curves) == clean | {(f, n, m) for f in (0.1, 0.5) for n in (400, 800, 1600) for m in ("scratch", "with")}
     assert len(curves) == 9 + 12
     largest = dist.Sweep(**base, bd2_curves=False).planned_runs()
-    assert set(largest) == clean | {(f, 1.0, m) for f in (0.1, 0.5) for m in ("scratch", "with")}
+    assert set(largest) == clean | {(f, 1600, m) for f in (0.1, 0.5) for m in ("scratch", "with")}
     every_model = dist.Sweep(**{**base, "bd2_models": None}, bd2_curves=True).planned_runs()
     assert len(every_model) == 3 * 9
     with pytest.raises(ValueError, match="bd2_curves must be true"):
@@ -168,8 +168,8 @@ def test_sweep_rejects_bad_input_before_training(work):
         dist.run_sweep(setup, plain_sweep(models=["scratch", "bert"]), seed=0)
     with pytest.raises(ValueError, match="test_sets must be .*'A-D1'"):
         dist.run_sweep(setup, plain_sweep(models=["scratch"], test_sets=["C-D3"]), seed=0)
-    with pytest.raises(ValueError, match="train_ratios.*larger than the generated pool"):
-        dist.run_sweep(setup, plain_sweep(models=["scratch"], train_ratios=[0.5, 2.0]), seed=0)
+    with pytest.raises(ValueError, match="train_sizes must lie within pool_size"):
+        dist.run_sweep(setup, plain_sweep(models=["scratch"], train_sizes=[100, 2000], pool_size=1600), seed=0)
     with pytest.raises(ValueError, match="bd2_fractions"):
         dist.run_sweep(setup, plain_sweep(models=["scratch"], bd2_fractions=[1.5]), seed=0)
     with pytest.raises(ValueError, match="max_len"):
@@ -201,12 +201,15 @@ def test_sweep_refuses_unconverged_pretrained_model(work):
 def test_tiny_sweep_rows(work):
     setup = dist.Setup(**TINY, loss_threshold=100.0)
     dist.pretrain_mlm(setup, "mix", progress=False)
-    sweep = plain_sweep(models=["scratch", "with", "cbow-frozen"], train_ratios=[0.5, 1.0],
+    sweep = plain_sweep(models=["scratch", "with", "cbow-frozen"], train_sizes=[16, 32],
                         bd2_fractions=[0.0, 0.5], bd2_curves=True, pool_size=32, valid_size=16, test_size=32,
                         length=16, max_steps=3, eval_every=3, batch_size=8)
     rows = dist.run_sweep(setup, sweep, seed=0, cbow=dist.CbowConfig(epochs=1), log=None)
     assert len(rows) == 3 * 2 * 2 * 4
-    assert {(r["bd2_fraction"], r["train_ratio"], r["model"]) for r in rows} == set(sweep.planned_runs())
+    assert {(r["bd2_fraction"], r["train_size"], r["model"]) for r in rows} == set(sweep.planned_runs())
+    # max_steps 3 with one validation every 3 steps: patience (3) cannot end a run first
+    assert all(r["hit_cap"] and r["steps"] == 3 for r in rows)
+    assert {r["language_seed"] for r in rows} == {0}
     assert {r["test_set"] for r in rows} == set(syn.TEST_SETS)
     assert all(0 <= r["accuracy"] <= 1 and 0.5 <= r["prior"] <= 1 for r in rows)
     assert {r["train_size"] for r in rows} == {16, 32}
@@ -215,7 +218,7 @@ def test_tiny_sweep_rows(work):
 def test_bd2_models_run_only_at_the_largest_size(work):
     setup = dist.Setup(**TINY, loss_threshold=100.0)
     dist.pretrain_mlm(setup, "mix", progress=False)
-    sweep = dist.Sweep(models=["scratch", "with", "cbow"], train_ratios=[0.5, 1.0], bd2_fractions=[0.0, 0.5],
+    sweep = dist.Sweep(models=["scratch", "with", "cbow"], train_sizes=[16, 32], bd2_fractions=[0.0, 0.5],
                        bd2_models=["scratch", "with"], pool_size=32, valid_size=16, test_size=32,
                        length=16, max_steps=3, eval_every=3, batch_size=8)
     rows = dist.run_sweep(setup, sweep, seed=0, cbow=dist.CbowConfig(epochs=1), log=None)
@@ -224,6 +227,57 @@ def test_bd2_models_run_only_at_the_largest_size(work):
     assert len(rows) == (3 * 2 + 2) * 4
     with pytest.raises(ValueError, match="bd2_models must be .*from models"):
         dist.run_sweep(setup, plain_sweep(models=["scratch"], bd2_models=["with"]), seed=0)
+
+
+@pytest.mark.parametrize("sizes, pool, message", [
+    ([100, 50, 400], 1600, "train_sizes must be strictly increasing"),
+    ([100, 100], 1600, "train_sizes must be strictly increasing"),
+    ([100, 3200], 1600, r"train_sizes must lie within pool_size \(1600\).*largest is 3200"),
+    ([1, 10], 1600, "train_sizes must start at 2"),
+    ([], 1600, "train_sizes must be a non-empty list of ints"),
+])
+def test_train_sizes_checked_before_anything_trains(sizes, pool, message):
+    with pytest.raises(ValueError, match=message):
+        dist.Sweep(train_sizes=sizes, pool_size=pool)
+    with pytest.raises(ValueError, match="train_sizes must be a non-empty list of ints"):
+        dist.Sweep(train_sizes=(25.5, 100))
+    with pytest.raises(ValueError, match=r"sweep.train_sizes = \[25.5, 100\]"):  # a plan's value: its type
+        configs.build(groups.Sweep, {"train_sizes": [25.5, 100]}, "sweep")
+    # through the page's group, the error names the parameter
+    with pytest.raises(ValueError, match=f"sweep: {message}"):
+        configs.build(groups.Sweep, {"train_sizes": sizes, "pool_size": pool}, "sweep")
+
+
+def test_sweep_stops_on_patience_and_flags_the_cap():
+    sweep = dist.Sweep(max_steps=500, eval_every=25, patience=4)
+    assert not dist.hit_cap(300, sweep) and dist.hit_cap(500, sweep)
+    with pytest.raises(ValueError, match="patience must be an int >= 1"):
+        dist.Sweep(patience=0)
+
+
+@pytest.mark.parametrize("curve, patience, stop, best", [
+    ([0.5, 0.6, 0.7, 0.7, 0.69, 0.71, 0.70, 0.70, 0.70, 0.70], 3, 9, 6),  # a tie is no improvement
+    ([0.5, 0.6, 0.7, 0.7, 0.69, 0.71, 0.70, 0.70, 0.70, 0.70], 5, 10, 6),  # never 5 in a row: the cap
+    ([0.55, 0.55, 0.55, 0.8, 0.8, 0.8], 2, 3, 1),  # a late riser stopped early: why patience is not 1 or 2
+])
+def test_patience_stops_on_a_hand_made_validation_curve(curve, patience, stop, best):
+    """finetune's early stopping (what run_sweep uses) on a scripted validation curve: it stops after
+    `patience` validations without a new best and restores the best weights."""
+    from mlmlib.finetune import FinetuneConfig, train_loop
+
+    model = torch.nn.Linear(1, 1)
+    scores = iter(curve)
+    weights = []
+
+    def validate():
+        weights.append(float(model.weight.detach()))
+        return {"accuracy": next(scores)}
+
+    config = FinetuneConfig(max_steps=len(curve), eval_every=1, patience=patience, lr=0.1, warmup_frac=0.0)
+    result = train_loop(model, 8, config, lambda idx, device: model(torch.ones(len(idx), 1)).sum(), validate,
+                        "accuracy", progress=False)
+    assert result.steps == stop and result.best_step == best and len(result.history) == stop
+    assert float(model.weight.detach()) == pytest.approx(weights[best - 1])  # the best weights restored
 
 
 def test_training_set_mixes_bd2_and_is_nested():
@@ -278,14 +332,21 @@ def test_group_constants_are_the_generators():
 def test_setup_key_holds_every_field_but_the_threshold_and_the_seed_is_the_pages():
     setup = configs.build(dist.Setup, {"steps": 7, "lr": 1}, "setup")
     key = setup.key("mix")
-    assert set(key) == {"corpus", "pretrain_seed"} | set(configs.fields(dist.Setup)) - {"loss_threshold"}
-    assert (key["steps"], key["lr"], key["pretrain_seed"]) == (7, 1, 0)
+    assert set(key) == ({"corpus", "pretrain_seed", "language_seed"} | set(configs.fields(dist.Setup))
+                        - {"loss_threshold"})
+    assert (key["steps"], key["lr"], key["pretrain_seed"], key["language_seed"]) == (7, 1, 0, 0)
     seeded = setup.with_pretrain_seed(4)
     assert seeded.key("mix") == {**key, "pretrain_seed": 4} and setup.pretrain_seed == 0
-    with pytest.raises(ValueError, match="unknown field 'pretrain_seed'"):
-        configs.build(dist.Setup, {"pretrain_seed": 3}, "setup")  # set by the page's seed
-    with pytest.raises(ValueError, match="a pretraining seed must be an int >= 0"):
+    other = seeded.with_seeds(2, 4)
+    assert other.key("mix") == {**key, "pretrain_seed": 4, "language_seed": 2}
+    assert other.language().seed == 2 and other.with_pretrain_seed(5).language_seed == 2
+    for name in ("pretrain_seed", "language_seed"):  # set by the page's grid parameters
+        with pytest.raises(ValueError, match=f"unknown field '{name}'"):
+            configs.build(dist.Setup, {name: 3}, "setup")
+    with pytest.raises(ValueError, match="pretraining seed must be an int >= 0"):
         setup.with_pretrain_seed(-1)
+    with pytest.raises(ValueError, match="language_seed must be an int >= 0"):
+        setup.with_seeds(-1, 0)
     with pytest.raises(ValueError, match="setup: corpus_length \\+ 1"):
         configs.build(dist.Setup, {"corpus_length": 64}, "setup")
 
@@ -293,7 +354,7 @@ def test_setup_key_holds_every_field_but_the_threshold_and_the_seed_is_the_pages
 def test_sweep_defaults_are_the_smoke_mixtures_and_reject_unknown_arms():
     sweep = configs.build(dist.Sweep, {"models": ["scratch", "with", "without"]}, "sweep")
     assert sweep.bd2_fractions == (0.0, 0.1, 0.5) and sweep.bd2_models == ("scratch", "with", "without")
-    assert len(sweep.planned_runs()) == 3 * 3 + 2 * 3  # the mixtures at the largest size only
+    assert len(sweep.planned_runs()) == 3 * 4 + 2 * 3  # the mixtures at the largest size only
     with pytest.raises(ValueError, match="sweep: bd2_models must be None or a non-empty list from models"):
         configs.build(dist.Sweep, {"models": ["scratch"]}, "sweep")
 

@@ -10,6 +10,7 @@ need the generator or the model import it when called.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
+from itertools import pairwise
 
 # The fine-tuned arms; "cbow" and "cbow-frozen" start from the same word2vec vectors.
 MODELS = ("scratch", "with", "without", "shuffled", "cbow", "cbow-frozen")
@@ -33,8 +34,10 @@ def vocab_size(n_sets: int) -> int:
 class Setup:
     """Everything that defines a pretrained model: language, corpus, encoder shape, MLM training.
 
-    Every field is part of the model's cache key (`key`). The pretraining seed is not a field a
-    page overrides: A2 sets it from its `seed`, A3 from its `pretrain_seed` (`with_pretrain_seed`).
+    Every field is part of the model's cache key (`key`). The language and pretraining seeds are
+    not fields a page overrides: the claims' intervals vary them, so the pages take them as grid
+    parameters (A2: `language_seed` and `seed`; A3: `language_seed` and `pretrain_seed`) and set
+    them with `with_seeds`.
     """
 
     n_sets: int = 100             # synonym sets (the paper: 1000)
@@ -42,7 +45,6 @@ class Setup:
     n_patterns: int = 4           # label patterns (the paper: 5)
     pattern_length: int = 2       # ordered slots per pattern (the paper: 3)
     pattern_set_size: int = 2     # synonym sets per slot (the paper: 12)
-    language_seed: int = 0        # seed of the synthetic language (chains and label patterns)
     corpus_size: int = 4000       # pretraining sequences per corpus (the paper: 200k)
     corpus_length: int = 32       # tokens per pretraining sequence (the paper: 256)
     hidden: int = 64              # encoder width (the paper: 768)
@@ -59,6 +61,7 @@ class Setup:
     # The MLM must end below this loss (nats) to count as converged (the paper profile: 2.0). It
     # judges the model rather than making it: not part of the cache key.
     loss_threshold: float = 2.5
+    language_seed: int = field(default=0, init=False)  # the synthetic language: chains, patterns
     pretrain_seed: int = field(default=0, init=False)  # corpus draw, weight init, masking
 
     def __post_init__(self) -> None:
@@ -72,11 +75,16 @@ class Setup:
             raise ValueError(f"loss_threshold must be a loss above 0 nats, got {self.loss_threshold}")
 
     def with_pretrain_seed(self, seed: int) -> Setup:
-        """A copy whose models are pretrained with `seed`."""
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"a pretraining seed must be an int >= 0, got {seed!r}")
+        """A copy whose models are pretrained with `seed` (in the same language)."""
+        return self.with_seeds(self.language_seed, seed)
+
+    def with_seeds(self, language_seed: int, pretrain_seed: int) -> Setup:
+        """A copy in language `language_seed` whose models are pretrained with `pretrain_seed`."""
+        for name, seed in (("language_seed", language_seed), ("pretraining seed", pretrain_seed)):
+            if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+                raise ValueError(f"{name} must be an int >= 0, got {seed!r}")
         copy = replace(self)
-        copy.pretrain_seed = seed
+        copy.language_seed, copy.pretrain_seed = language_seed, pretrain_seed
         return copy
 
     def language(self):
@@ -148,12 +156,33 @@ class CbowConfig:
             raise ValueError(f"cbow std must be a number > 0, got {self.std!r}")
 
 
+def check_train_sizes(sizes, pool_size: int) -> None:
+    """Fail before anything trains: training sizes must be ints >= 2, increasing, within the pool."""
+    sizes = list(sizes) if isinstance(sizes, (list, tuple)) else sizes
+    if not isinstance(sizes, list) or not sizes or any(
+            isinstance(n, bool) or not isinstance(n, int) for n in sizes):
+        raise ValueError(f"train_sizes must be a non-empty list of ints (training examples), got {sizes!r}")
+    if sizes[0] < 2:
+        raise ValueError(f"train_sizes must start at 2 examples or more, got {sizes!r}")
+    if any(b <= a for a, b in pairwise(sizes)):
+        raise ValueError(f"train_sizes must be strictly increasing (a learning curve), got {sizes!r}")
+    if sizes[-1] > pool_size:
+        raise ValueError(f"train_sizes must lie within pool_size ({pool_size}), the labelled examples drawn "
+                         f"per seed; the largest is {sizes[-1]}: raise pool_size or lower train_sizes")
+
+
 @dataclass
 class Sweep:
-    """One fine-tuning seed's sweep: models x training-set sizes x B-D2 fractions, four test sets."""
+    """One fine-tuning seed's sweep: models x training-set sizes x B-D2 fractions, four test sets.
+
+    Each run stops on validation patience; `max_steps` is a safety cap that a run should not reach
+    (the rows say which did, `hit_cap`).
+    """
 
     models: tuple[str, ...] = MODELS
-    train_ratios: tuple[float, ...] = (0.25, 0.5, 1.0)  # training-set sizes, fractions of pool_size
+    # labelled training examples, increasing, log-spaced: a learning curve that starts where scratch
+    # has not learned the task (the paper: 10k ... 100k in steps of 10k)
+    train_sizes: tuple[int, ...] = (25, 100, 400, 1600)
     bd2_fractions: tuple[float, ...] = (0.0, 0.1, 0.5)  # fractions of training replaced by B-D2
     # Models fine-tuned at the B-D2 fractions above 0; None: all `models`. The smoke sweep mixes
     # for scratch / WITH / WITHOUT only (the paper: CBOW as well).
@@ -162,15 +191,15 @@ class Sweep:
     # False: at the largest only (as learning curves they would add 12 fine-tunings to the 24).
     bd2_curves: bool = False
     test_sets: tuple[str, ...] = TEST_SETS
-    pool_size: int = 3200         # labelled training examples at ratio 1.0 (the paper: 100k)
+    pool_size: int = 1600         # labelled A-D1 (and B-D2) examples drawn per seed (the paper: 100k)
     valid_size: int = 300         # validation examples (the training mixture), for early stopping
     test_size: int = 800          # examples per test set (the paper: 10k)
     length: int = 32              # tokens per labelled sequence (the paper: 100)
     lr: float = 1e-3              # fine-tuning learning rate (the paper: 5e-5)
     batch_size: int = 32
-    max_steps: int = 200          # fine-tuning step cap per run (the paper: 30k)
-    eval_every: int = 50          # steps between validations (the paper: 1000)
-    patience: int = 3             # validations without improvement before stopping (the paper: 5)
+    max_steps: int = 3000         # safety cap per run; patience ends runs first (the paper: 30k)
+    eval_every: int = 25          # steps between validations (the paper: 1000)
+    patience: int = 6             # validations without improvement before stopping (the paper: 5)
 
     def __post_init__(self) -> None:
         """Fail before anything trains: unknown names, impossible sizes."""
@@ -187,31 +216,28 @@ class Sweep:
         bad = [t for t in self.test_sets if t not in TEST_SETS]
         if bad or not self.test_sets:
             raise ValueError(f"test_sets must be a non-empty list from {TEST_SETS}, got {self.test_sets!r}")
-        if not self.train_ratios or any(not 0 < r <= 1 for r in self.train_ratios):
-            raise ValueError(f"train_ratios must be fractions in (0, 1] of pool_size ({self.pool_size}): "
-                             f"a training set cannot be larger than the generated pool; got {self.train_ratios!r}")
         if not self.bd2_fractions or any(not 0 <= f < 1 for f in self.bd2_fractions):
             raise ValueError(f"bd2_fractions must be in [0, 1), got {self.bd2_fractions!r}")
-        for name in ("pool_size", "valid_size", "test_size", "length", "batch_size", "max_steps", "eval_every"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+        for name in ("pool_size", "valid_size", "test_size", "length", "batch_size", "max_steps", "eval_every",
+                     "patience"):
+            if isinstance(getattr(self, name), bool) or not isinstance(getattr(self, name), int) \
+                    or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")
-        if min(self.train_ratios) * self.pool_size < 2:
-            raise ValueError(f"the smallest training set (train_ratios x pool_size = "
-                             f"{min(self.train_ratios)} x {self.pool_size}) must hold at least 2 examples")
+        check_train_sizes(self.train_sizes, self.pool_size)
 
     def check(self, setup: Setup) -> None:
         """Fail before anything trains: a labelled sequence longer than the encoder's positions."""
         if self.length + 1 > setup.max_len:
             raise ValueError(f"length + 1 ([CLS]) must be <= max_len ({setup.max_len}), got {self.length}")
 
-    def plan_at(self, fraction: float) -> tuple[list[float], list[str]]:
-        """The train ratios and the models fine-tuned at one B-D2 fraction."""
+    def plan_at(self, fraction: float) -> tuple[list[int], list[str]]:
+        """The training sizes and the models fine-tuned at one B-D2 fraction."""
         if fraction == 0:
-            return list(self.train_ratios), list(self.models)
-        ratios = list(self.train_ratios) if self.bd2_curves else [max(self.train_ratios)]
-        return ratios, list(self.models if self.bd2_models is None else self.bd2_models)
+            return list(self.train_sizes), list(self.models)
+        sizes = list(self.train_sizes) if self.bd2_curves else [max(self.train_sizes)]
+        return sizes, list(self.models if self.bd2_models is None else self.bd2_models)
 
-    def planned_runs(self) -> list[tuple[float, float, str]]:
-        """Every (B-D2 fraction, train ratio, model) fine-tuned by one seed, in run order."""
+    def planned_runs(self) -> list[tuple[float, int, str]]:
+        """Every (B-D2 fraction, training size, model) fine-tuned by one seed, in run order."""
         return [(fraction, ratio, model) for fraction in self.bd2_fractions
                 for ratio in self.plan_at(fraction)[0] for model in self.plan_at(fraction)[1]]

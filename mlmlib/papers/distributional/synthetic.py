@@ -325,9 +325,21 @@ def prepare(setup: Setup, sweep: Sweep, build_missing: bool = False, log=print) 
     return pretrained
 
 
+def hit_cap(steps: int, sweep: Sweep) -> bool:
+    """True when a run reached the step cap instead of stopping on validation patience.
+
+    A run that stops on patience at exactly `max_steps` counts as capped too (it could not go on).
+    """
+    return steps >= sweep.max_steps
+
+
 def run_sweep(setup: Setup, sweep: Sweep, seed: int, cbow: CbowConfig | None = None,
               build_missing: bool = False, progress: bool | None = False, log=print) -> list[dict]:
     """Fine-tune every model at every size and B-D2 fraction with one seed; one row per test set.
+
+    Every run stops on validation patience (`finetune`'s early stopping: `sweep.patience`
+    validations without a new best, every `sweep.eval_every` steps) and keeps its best weights;
+    `hit_cap` marks the runs that reached `sweep.max_steps` first.
 
     cbow: the word2vec settings of the CBOW arms (None: CbowConfig's defaults); build_missing: see
     `prepare`.
@@ -345,9 +357,8 @@ def run_sweep(setup: Setup, sweep: Sweep, seed: int, cbow: CbowConfig | None = N
         val_tok, val_lab = training_set(lang, sweep.valid_size, sweep.length, sweep.valid_size,
                                         fraction, seed=100_000 + 10 * seed + 5)
         valid = encode(val_tok, setup.n_sets, val_lab)
-        ratios, models = sweep.plan_at(fraction)
-        for ratio in ratios:
-            size = max(2, round(ratio * sweep.pool_size))
+        sizes, models = sweep.plan_at(fraction)
+        for size in sizes:
             tok, lab = training_set(lang, sweep.pool_size, sweep.length, size, fraction,
                                     seed=100_000 + 10 * seed)
             train = encode(tok, setup.n_sets, lab)
@@ -360,11 +371,13 @@ def run_sweep(setup: Setup, sweep: Sweep, seed: int, cbow: CbowConfig | None = N
                 for name, (data, labels) in tests.items():
                     acc = metrics_from_probs(predict(clf, data), labels)["accuracy"]
                     accs[name] = acc
-                    rows.append({"model": model, "bd2_fraction": fraction, "train_ratio": ratio,
-                                 "train_size": size, "test_set": name, "accuracy": acc,
-                                 "prior": stats.class_prior(labels), "steps": result.steps,
-                                 "best_step": result.best_step, "fine_tune_seed": seed})
+                    rows.append({"model": model, "bd2_fraction": fraction, "train_size": size,
+                                 "test_set": name, "accuracy": acc, "prior": stats.class_prior(labels),
+                                 "steps": result.steps, "best_step": result.best_step,
+                                 "hit_cap": hit_cap(result.steps, sweep), "fine_tune_seed": seed,
+                                 "language_seed": setup.language_seed})
                 if log:
-                    log(f"B-D2 {fraction:.2f} | n={size:5d} | {model:11s} | steps {result.steps:4d} | "
+                    log(f"B-D2 {fraction:.2f} | n={size:5d} | {model:11s} | steps {result.steps:4d}"
+                        f"{' (cap)' if hit_cap(result.steps, sweep) else ''} | "
                         + " ".join(f"{k} {v:.3f}" for k, v in accs.items()))
     return rows
