@@ -30,6 +30,18 @@ from mlmlib.masking import BERT_SPLIT, ELECTRA_SPLIT, check_rate, check_split, m
 from mlmlib.models import ElectraPair
 
 OBJECTIVES = ("mlm", "electra")
+# "bf16" on a CPU runs by autocast (correct, slower for models this small: "auto" keeps fp32 there)
+PRECISIONS = ("auto", "fp32", "bf16")
+
+
+def compile_unavailable() -> str | None:
+    """Why this torch build cannot `torch.compile` (no compiler stack, unsupported Python), or None."""
+    try:
+        if torch._dynamo.is_dynamo_supported():
+            return None
+        return f"torch {torch.__version__} does not support torch.compile on this Python/platform"
+    except Exception as exc:  # noqa: BLE001 - no compiler stack at all: the same answer
+        return f"torch {torch.__version__} has no working torch.compile ({type(exc).__name__}: {exc})"
 
 
 @dataclass
@@ -55,7 +67,7 @@ class PretrainConfig:
     checkpoint_every: int = 0  # 0: no checkpoints
     seed: int = 0
     compile: bool = False  # torch.compile the step (pays off on GPU, long runs)
-    bf16: bool | str = "auto"  # "auto": bf16 autocast on a GPU that supports it, never on CPU
+    precision: str = "auto"  # PRECISIONS: "auto" (bf16 on a GPU that has it), "fp32" or "bf16"
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -74,8 +86,12 @@ class PretrainConfig:
             raise ValueError(f"warmup_frac must be in [0, 1), got {self.warmup_frac}")
         if self.lr <= 0 or self.temperature <= 0:
             raise ValueError("lr and temperature must be > 0")
-        if self.bf16 not in (True, False, "auto"):
-            raise ValueError(f"bf16 must be True, False or 'auto', got {self.bf16!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if not isinstance(self.compile, bool):
+            raise TypeError(f"compile must be true or false, got {self.compile!r}")
+        if self.compile and (why := compile_unavailable()) is not None:
+            raise ValueError(f"compile=True: {why}; set compile to false (it changes speed only)")
 
 
 # Quiet mode (no bar) prints a progress line at least this often, besides the log steps.
@@ -367,11 +383,14 @@ def _batch(data: dict, idx: torch.Tensor, config: PretrainConfig, sampler: Batch
 # ---------------------------------------------------------------- the loop
 
 
-def _use_bf16(setting, device_type: str) -> bool:
-    """bf16 autocast only on a GPU that supports it (CPU bf16 is slower for small models here)."""
-    if setting == "auto":
+def use_bf16(precision: str, device_type: str) -> bool:
+    """Whether a run of `precision` autocasts to bf16 here; refused on a GPU without bf16."""
+    if precision == "auto":
         return device_type == "cuda" and torch.cuda.is_bf16_supported()
-    return bool(setting)
+    if precision == "bf16" and device_type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise ValueError(f"precision='bf16': {torch.cuda.get_device_name()} has no bf16; "
+                         "use 'fp32' or 'auto'")
+    return precision == "bf16"
 
 
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
@@ -414,6 +433,7 @@ def pretrain(
     progress: a tqdm bar (True) or plain log lines (False); None: a bar only on a terminal.
     """
     from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
 
     if not isinstance(config, PretrainConfig):
         raise TypeError("config must be a PretrainConfig")
@@ -429,8 +449,11 @@ def pretrain(
         progress = sys.stdout.isatty()
 
     cuda = torch.cuda.is_available()
-    bf16 = _use_bf16(config.bf16, "cuda" if cuda else "cpu")
-    accelerator = Accelerator(cpu=not cuda, mixed_precision="bf16" if bf16 else "no")
+    bf16 = use_bf16(config.precision, "cuda" if cuda else "cpu")
+    # our autocast (below), not Accelerate's: it keeps one precision per process, refuses another
+    if AcceleratorState._shared_state.get("_mixed_precision", "no") != "no":
+        AcceleratorState._reset_state()  # left by another Accelerator (e.g. a bf16 Trainer)
+    accelerator = Accelerator(cpu=not cuda, mixed_precision="no")
     device = accelerator.device
     torch.manual_seed(config.seed)  # dropout draws from the global generator
     sampler = BatchSampler(n, config.batch_size, config.seed)
@@ -485,8 +508,9 @@ def pretrain(
         batch = _batch(data, idx, config, sampler, mask_id, vocab_size, num_special, replace_ids)
         moved = {k: (v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v)
                  for k, v in batch.items()}
-        loss, stats = step_fn(step, moved["input_ids"], moved["attention_mask"],
-                              moved["corrupted"], moved["masked"], sample_gen)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            loss, stats = step_fn(step, moved["input_ids"], moved["attention_mask"],
+                                  moved["corrupted"], moved["masked"], sample_gen)
         if device.type == "cpu":  # free here: stop before a bad backward pass
             if not math.isfinite(loss.item()):
                 raise FloatingPointError(f"non-finite loss ({loss.item()}) at step {step}")

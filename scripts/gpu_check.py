@@ -45,13 +45,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as `python scripts/gpu_check.py` without an installed mlmlib
     sys.path.insert(0, str(ROOT))
 
-# Dense bf16 tensor-core peaks, TFLOP/s, by a substring of torch.cuda.get_device_name().
-# H200: NVIDIA's H200 SXM datasheet gives 1,979 TFLOPS bf16 *with sparsity*, i.e. 989.4 dense
-# (the H100 SXM's figure: same tensor cores and clocks, more and faster memory). The H200 NVL
-# card runs lower clocks: it is left unknown (give --peak-tflops) rather than credited with SXM's.
-PEAK_BF16_TFLOPS = {"H200": 989.4}
-NOT_IN_TABLE = ("NVL",)
-PEAK_SOURCE = "NVIDIA H200 SXM datasheet: 1,979 TFLOPS bf16 with sparsity = 989.4 dense"
+# Dense bf16 tensor-core peaks: mlmlib.bench.PEAK_BF16_TFLOPS (H100 SXM/PCIe/NVL, H200 SXM/NVL,
+# A100), matched on torch.cuda.get_device_name(); a GPU it does not know gets MFU null.
 
 # Paper A's vocabulary: 2 * n_sets + 3 with n_sets = 1000
 # (mlmlib.papers.distributional.synthetic.vocab_size; tests check it stays so).
@@ -78,25 +73,22 @@ def mfu(achieved: float, peak: float | None) -> float | None:
 
 def peak_tflops(device_name: str | None, override: float | None = None) -> float | None:
     """The device's dense bf16 peak: --peak-tflops if given, else the table, else unknown."""
+    from mlmlib.bench import table_peak
+
     if override is not None:
         return override
-    if not device_name:
-        return None
-    name = device_name.lower()
-    if any(variant.lower() in name for variant in NOT_IN_TABLE):
-        return None
-    for key, peak in PEAK_BF16_TFLOPS.items():
-        if key.lower() in name:
-            return peak
-    return None
+    known = table_peak(device_name)
+    return None if known is None else known[0]
 
 
 def peak_note(peak: float | None, override: float | None, device: str, gpu: str | None) -> str:
     """Where the peak comes from, or why MFU is null (the JSON says so next to the number)."""
+    from mlmlib.bench import table_peak
+
     if override is not None:
         return "--peak-tflops"
     if peak is not None:
-        return PEAK_SOURCE
+        return table_peak(gpu)[1]
     if device == "cpu":
         return "MFU null: a CPU's peak is unknown here"
     return f"MFU null: no known bf16 peak for {gpu!r} (give --peak-tflops)"
@@ -182,7 +174,8 @@ def time_setup(setup: dict, device: str, peak: float | None, quiet: bool) -> dic
         bf16 = device == "cuda" and torch.cuda.is_bf16_supported()
         config = PretrainConfig(objective=setup["kind"], steps=setup["warmup"] + setup["steps"],
                                 log_every=setup["warmup"], batch_size=setup["batch_size"],
-                                warmup_frac=0.1, bf16=bf16, **setup["optim"])
+                                warmup_frac=0.1, precision="bf16" if bf16 else "fp32",
+                                **setup["optim"])
         data = make_data(setup["vocab"], setup["seq"], 4 * setup["batch_size"])
         row |= {"parameters": sum(p.numel() for p in model.parameters()),
                 "tokens_per_step": tokens_per_step, "masked_per_step": predicted,
@@ -210,6 +203,26 @@ def time_setup(setup: dict, device: str, peak: float | None, quiet: bool) -> dic
         if device == "cuda":
             torch.cuda.empty_cache()
     return row
+
+
+def fair_benchmark(tiny: bool, quiet: bool = True) -> dict:
+    """`mlmlib bench` on this device: the HF Trainer and a plain ELECTRA against mlmlib's loop,
+    every arm on the same device in the same precision (bf16 on a GPU that has it), as tokens/s
+    and MFU; at ELECTRA-small width (tiny: a CPU smoke size). An `error` on failure."""
+    from mlmlib import bench
+
+    sizes = {"vocab": 200, "hidden": 32, "layers": 1, "heads": 2, "seq": 16, "batch_size": 8,
+             "measure": 2}
+    if not tiny:
+        sizes = {"vocab": BERT_VOCAB, "hidden": 256, "layers": 12, "heads": 4, "seq": 128,
+                 "batch_size": 128, "measure": 20}
+    try:
+        sink = contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext()
+        with sink:
+            found = bench.run(**sizes, repeats=1)
+        return {"machine": found["machine"], "setup": found["setup"], "summary": found["summary"]}
+    except Exception as exc:  # noqa: BLE001 - reported; the rehearsal still runs
+        return {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:]}
 
 
 # ---------------------------------------------------------------- the rehearsal
@@ -405,6 +418,13 @@ def summary(result: dict) -> str:
         share = "MFU n/a (peak unknown)" if row["mfu"] is None else f"MFU {row['mfu']:.1%}"
         lines.append(f"{name}: {row['tokens_per_s']:,.0f} tok/s, {row['steps_per_s']:.2f} steps/s,"
                      f" {row['achieved_tflops']:.3g} TFLOP/s, {share}")
+    fair = result.get("benchmark")
+    if fair is not None and "error" in fair:
+        lines.append(f"fair benchmark: FAILED {fair['error']}")
+    elif fair is not None:
+        for row in fair["summary"]:
+            lines.append(f"bench {row['task']} {row['method']}: {row['tokens_per_s']:,.0f} tok/s, "
+                         f"MFU {row['mfu']:.1%} ({','.join(row['ran_on'])}), x{row['speedup']:.2f}")
     reh = result["rehearsal"]
     if reh.get("skipped"):
         lines.append("rehearsal: skipped")
@@ -436,8 +456,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--mlm-vocab", type=int, default=PAPER_A_VOCAB,
                         help=f"paper A's vocabulary (default {PAPER_A_VOCAB})")
     parser.add_argument("--peak-tflops", type=float, default=None,
-                        help="dense bf16 peak of another GPU (H200 is known: 989.4)")
+                        help="dense bf16 peak of a GPU that mlmlib.bench.PEAK_BF16_TFLOPS lacks")
     parser.add_argument("--skip-timings", action="store_true")
+    parser.add_argument("--skip-bench", action="store_true",
+                        help="skip the fair benchmark (HF Trainer and plain ELECTRA vs mlmlib)")
     parser.add_argument("--skip-rehearsal", action="store_true")
     parser.add_argument("--rehearsal-timeout", type=float, default=420,
                         help="seconds (default 420; also capped by what is left of --budget-s)")
@@ -489,6 +511,11 @@ def main(argv: list[str] | None = None) -> int:
             result["timings"][name] = time_setup(setup, device, peak, quiet=not args.verbose)
             save(out, result)
 
+    if not args.skip_bench:
+        print(f"fair benchmark on {device} ...", flush=True)
+        result["benchmark"] = fair_benchmark(args.tiny, quiet=not args.verbose)
+        save(out, result)
+
     tail_file = out / "rehearsal_tail.txt"
     if args.skip_rehearsal:
         tail_file.write_text("rehearsal skipped (--skip-rehearsal)\n")
@@ -513,6 +540,7 @@ def main(argv: list[str] | None = None) -> int:
     save(out, result)
     print(summary(result), flush=True)
     timing_failed = any("error" in row for row in result["timings"].values())
+    timing_failed |= "error" in (result.get("benchmark") or {})
     rehearsal_failed = not result["rehearsal"]["skipped"] and not result["rehearsal"]["ok"]
     return 1 if timing_failed or rehearsal_failed else 0
 

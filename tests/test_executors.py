@@ -248,3 +248,191 @@ def test_slurm_without_sbatch_is_refused(project, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(ExecutorError, match="no `sbatch`"):
         check_options(Options(executor="slurm"), load_plan("q"))
+
+
+# ---------------------------------------------------------------- GPUs per run, SLURM options,
+# squeue polling, frozen keys and locks: unit tests that need no SLURM (sbatch/squeue mocked)
+
+
+@pytest.fixture
+def fake_slurm(monkeypatch):
+    """sbatch and squeue 'on PATH' and an sbatch that knows a few options: no cluster needed."""
+    monkeypatch.setattr(executors.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(executors, "sbatch_options",
+                        lambda: {"account", "qos", "constraint", "exclusive", "gres", "mail-type",
+                                 "partition", "time", "mem"})
+
+
+@pytest.mark.parametrize("gpus", [2, 8])
+def test_several_gpus_per_run_are_refused_with_the_reason(project, fake_slurm, gpus):
+    with pytest.raises(ExecutorError, match=f"--gpus-per-run {gpus}: one run trains on one GPU"):
+        check_options(Options(executor="slurm", gpus_per_run=gpus), load_plan("q"))
+    plan = load_plan("q")
+    plan.slurm = {"gpus_per_run": gpus}  # the plan's `slurm:` is held to the same rule
+    with pytest.raises(ExecutorError, match="one run per GPU side by side"):
+        check_options(Options(executor="slurm"), plan)
+    assert check_options(Options(executor="slurm", gpus_per_run=1), load_plan("q")).gpus_per_run == 1
+
+
+def test_slurm_args_and_setup_reach_the_sbatch_script(project, fake_slurm):
+    options = check_options(Options(
+        executor="slurm", gpus_per_run=1, partition="gpu",
+        slurm_args=executors.parse_slurm_args(["account=proj42", "qos=high", "exclusive"]),
+        slurm_setup=["module load cuda/12.4", "source /opt/env.sh"]), load_plan("q"))
+    script = executors.make_executor(options, "q")._make_submission_file_text("python job.py", "u1")
+    for line in ("#SBATCH --account=proj42", "#SBATCH --qos=high", "#SBATCH --exclusive",
+                 "#SBATCH --partition=gpu", "#SBATCH --gpus-per-node=1"):
+        assert line in script, script
+    setup = script.index("module load cuda/12.4")
+    assert setup < script.index("source /opt/env.sh") < script.index("python job.py")
+
+
+def test_plan_slurm_args_and_setup_are_used_and_the_command_line_wins(project, fake_slurm):
+    plan = load_plan("q")
+    plan.slurm = {"args": {"account": "planned", "qos": "low"}, "setup": ["module load planned"]}
+    options = check_options(Options(executor="slurm", slurm_args={"qos": "high"}), plan)
+    assert options.slurm_args == {"account": "planned", "qos": "high"}
+    assert options.slurm_setup == ["module load planned"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["account"], None),  # a flag: accepted
+    (["=x"], "--slurm-arg '=x': give key=value"),
+    (["account="], "--slurm-arg 'account=': give key=value"),
+    (["mail_type=END"], "--slurm-arg 'mail_type': an sbatch long option without its dashes"),
+    (["partition=gpu"], "--slurm-arg partition: set by the executor \\(--partition\\)"),
+    (["time=10"], "--slurm-arg time: set by the executor \\(--time-min\\)"),
+    (["gpus-per-node=2"], "--slurm-arg gpus-per-node: set by the executor"),
+    (["acount=proj42"], "--slurm-arg acount: this cluster's sbatch has no --acount option; similar: \\['account'\\]"),
+    (["gres=gpu:a100:2"], "gres=gpu:a100:2: one run trains on one GPU"),
+    (["gres=gpu:1"], None),
+])
+def test_bad_slurm_args_stop_at_submit_time(project, fake_slurm, args, message):
+    options = Options(executor="slurm", slurm_args=executors.parse_slurm_args(args)) \
+        if not args[0].startswith("=") and not args[0].endswith("=") else None
+    if options is None:
+        with pytest.raises(ExecutorError, match=message):
+            executors.parse_slurm_args(args)
+        return
+    if message is None:
+        check_options(options, load_plan("q"))
+        return
+    with pytest.raises(ExecutorError, match=message):
+        check_options(options, load_plan("q"))
+
+
+def test_slurm_options_need_the_slurm_executor(project):
+    with pytest.raises(ExecutorError, match="--slurm-arg: SLURM options"):
+        check_options(Options(executor="local", slurm_args={"account": "x"}), load_plan("q"))
+    with pytest.raises(ExecutorError, match="--slurm-setup: SLURM options"):
+        check_options(Options(executor="local", slurm_setup=["module load x"]), load_plan("q"))
+    with pytest.raises(ExecutorError, match="one non-empty shell line"):
+        executors.check_setup(["  "])
+
+
+def test_the_sbatch_options_are_read_from_sbatch_help(monkeypatch):
+    help_text = "Usage: sbatch [OPTIONS...]\n  -A, --account=name   charge job\n      --qos=qos\n"
+    monkeypatch.setattr(executors.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
+        a, 0, stdout=help_text, stderr=""))
+    assert {"account", "qos"} <= executors.sbatch_options()
+
+
+class _Squeue:
+    """A stand-in for subprocess.run answering `squeue` calls; it counts them."""
+
+    def __init__(self, stdout="", returncode=0, stderr=""):
+        self.calls, self.stdout, self.returncode, self.stderr = [], stdout, returncode, stderr
+
+    def __call__(self, cmd, **kwargs):
+        self.calls.append(cmd)
+        return subprocess.CompletedProcess(cmd, self.returncode, stdout=self.stdout, stderr=self.stderr)
+
+
+def test_one_squeue_call_answers_for_every_slurm_job(monkeypatch):
+    squeue = _Squeue("12 RUNNING\n13 PENDING\n15 COMPLETED\n")
+    monkeypatch.setattr(executors.subprocess, "run", squeue)
+    infos = [{"executor": "slurm", "job_id": j} for j in ("12", "13", "14", "15")]
+    local = {"executor": "local", "job_id": str(os.getpid()), "host": executors.socket.gethostname()}
+    assert executors.jobs_alive([*infos, local]) == [True, True, False, False, True]
+    assert len(squeue.calls) == 1 and squeue.calls[0][-1] == "12,13,14,15", squeue.calls
+
+
+def test_squeue_errors_never_count_a_job_as_ended_unless_slurm_says_so(monkeypatch):
+    busy = _Squeue(returncode=1, stderr="slurm_load_jobs error: Socket timed out")
+    monkeypatch.setattr(executors.subprocess, "run", busy)
+    assert executors.slurm_alive(["1", "2"]) == {"1": True, "2": True}  # ask again later
+    gone = _Squeue(returncode=1, stderr="slurm_load_jobs error: Invalid job id specified")
+    monkeypatch.setattr(executors.subprocess, "run", gone)
+    assert executors.slurm_alive(["7"]) == {"7": False}
+    assert executors.slurm_alive([]) == {} and len(gone.calls) == 1
+
+
+def test_a_job_whose_code_changed_after_submission_keeps_its_checkpoints(project):
+    """A requeued attempt that finds another key (the tree was edited) runs nothing and deletes
+    nothing: the first attempt's checkpoints stay where a restored tree resumes them."""
+    from mlmlib.runs import runner
+
+    plan = load_plan("q")
+    run = plan.runs[0]
+    old_key = "0123456789abcdef"
+    kept = runner.work_folder("q", run, old_key)
+    kept.mkdir(parents=True)
+    (kept / "step.txt").write_text("5")
+    outcome = executors.RunJob()("q", None, runner.run_name(run), False, {}, old_key)
+    assert outcome["status"] == "failed" and "changed after its job was submitted" in outcome["error"]
+    assert str(kept) in outcome["error"]
+    assert (kept / "step.txt").read_text() == "5"
+    assert not _trace(project) and not _records(project, "q")  # the notebook never ran
+
+
+def test_the_submitted_key_travels_with_the_job(project, tmp_path):
+    executor = submitit.DebugExecutor(folder=tmp_path / "debug")
+    seen = []
+    real_submit = executor.submit
+
+    def submit(fn, *args):
+        seen.append(args)
+        return real_submit(fn, *args)
+
+    executor.submit = submit
+    report = run_with_executor(load_plan("q"), Options(executor="local", poll_s=0.05),
+                               executor=executor, log=lambda _: None, only=None)
+    assert report.ok, report
+    from mlmlib.runs import runner
+
+    plan = load_plan("q")
+    keys = {args[2]: args[5] for args in seen}
+    for i, run in enumerate(plan.runs):
+        assert keys[runner.run_name(run)] == runner.run_key(plan, i)
+
+
+MOUNTS = """proc /proc proc rw 0 0
+server:/export /shared nfs rw,vers=3,local_lock=all,addr=10.0.0.1 0 0
+server:/export2 /shared/ok nfs4 rw,vers=4.2 0 0
+lfs@o2ib:/scratch /scratch lustre rw,localflock 0 0
+"""
+
+
+@pytest.mark.parametrize("folder, message", [
+    ("/shared/me/.work", "its mount /shared \\(nfs, local_lock=all\\) keeps file locks on one node"),
+    ("/scratch/me/.work", "its mount /scratch \\(lustre, localflock\\)"),
+    ("/shared/ok/me/.work", None),
+])
+def test_a_work_folder_whose_locks_stay_on_one_node_is_refused(folder, message):
+    if message is None:
+        executors.check_shared_locks(Path(folder), MOUNTS)
+        return
+    with pytest.raises(ExecutorError, match=message + ".*MLMLIB_WORK"):
+        executors.check_shared_locks(Path(folder), MOUNTS)
+
+
+def test_flock_is_probed_on_the_real_work_folder(tmp_path, monkeypatch):
+    executors.check_shared_locks(tmp_path / "not-yet" / ".work")  # works here; nothing left behind
+    assert not list(tmp_path.iterdir())
+
+    def no_locks(*_):
+        raise OSError(executors.errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(executors.fcntl, "flock", no_locks)
+    with pytest.raises(ExecutorError, match="flock fails on its mount .*No locks available"):
+        executors.check_shared_locks(tmp_path)

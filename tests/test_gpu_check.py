@@ -45,6 +45,11 @@ def test_tiny_run_on_cpu_writes_both_timings(tmp_path):
         assert row["mfu"] is None  # a CPU's peak is unknown: no made-up MFU
     assert result["peak_bf16_tflops"] is None and "CPU" in result["peak_source"]
     assert result["rehearsal"]["skipped"]
+    fair = result["benchmark"]  # the fair benchmark: every arm on this device, one precision
+    assert "error" not in fair, fair.get("traceback")
+    assert fair["machine"]["device"] == "cpu" and fair["machine"]["precision"] == "fp32"
+    assert {tuple(s["ran_on"]) for s in fair["summary"]} == {("cpu/float32",)}
+    assert {s["method"] for s in fair["summary"]} == {"hf_trainer", "hf_plain", "mlmlib"}
     assert (out / "rehearsal_tail.txt").read_text().startswith("rehearsal skipped")
     assert not list(out.glob(".*tmp"))  # the atomic write left no temp file
     assert "MFU n/a" in done.stdout
@@ -57,10 +62,15 @@ def test_mfu_arithmetic_by_hand(gpu_check):
     assert gpu_check.mfu(500.0, 989.4) == pytest.approx(0.505357, abs=1e-6)
     assert gpu_check.mfu(500.0, None) is None
     assert gpu_check.peak_tflops("NVIDIA H200") == 989.4
-    assert gpu_check.peak_tflops("NVIDIA A100-SXM4-80GB") is None
-    assert gpu_check.peak_tflops("NVIDIA H200 NVL") is None  # lower clocks than the SXM part
+    # the H100 (the other lent GPU) has a peak too: MFU is no longer null there
+    assert gpu_check.peak_tflops("NVIDIA H100 80GB HBM3") == 989.4
+    assert gpu_check.peak_tflops("NVIDIA H100 PCIe") == 756.5
+    assert gpu_check.peak_tflops("NVIDIA H200 NVL") == 835.5  # lower clocks than the SXM part
+    assert gpu_check.peak_tflops("Tesla V100-SXM2-16GB") is None
     assert gpu_check.peak_tflops(None) is None
-    assert gpu_check.peak_tflops("NVIDIA A100-SXM4-80GB", override=312.0) == 312.0
+    assert gpu_check.peak_tflops("Tesla V100-SXM2-16GB", override=125.0) == 125.0
+    assert "H100 PCIe datasheet" in gpu_check.peak_note(756.5, None, "cuda", "NVIDIA H100 PCIe")
+    assert "give --peak-tflops" in gpu_check.peak_note(None, None, "cuda", "Tesla V100")
 
 
 def test_paper_sizes(gpu_check):

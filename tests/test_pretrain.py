@@ -269,10 +269,53 @@ def test_selective_and_whole_word_inputs():
 
 
 @pytest.mark.parametrize("bad", [{"objective": "gan"}, {"mask_rate": 0.0}, {"mask_rate": 1.2},
-                                 {"split": (0.9, 0.2, 0.0)}, {"steps": 0}, {"bf16": "yes"}])
+                                 {"split": (0.9, 0.2, 0.0)}, {"steps": 0}, {"precision": "fp16"},
+                                 {"precision": True}, {"compile": "yes"}])
 def test_bad_config(bad):
-    with pytest.raises(ValueError):
+    with pytest.raises((ValueError, TypeError)):
         cfg(**bad)
+
+
+def test_bad_speed_switches_name_the_parameter_and_what_is_allowed(monkeypatch):
+    import mlmlib.pretrain as pt
+
+    with pytest.raises(ValueError, match="precision must be one of \\('auto', 'fp32', 'bf16'\\)"):
+        cfg(precision="half")
+    monkeypatch.setattr(pt, "compile_unavailable", lambda: "torch 9.9 has no torch.compile")
+    with pytest.raises(ValueError, match="compile=True: torch 9.9 has no torch.compile; set compile to false"):
+        cfg(compile=True)
+    assert cfg(compile=False).compile is False  # nothing to check without compile
+    monkeypatch.setattr(pt.torch.cuda, "is_bf16_supported", lambda *a, **k: False)
+    monkeypatch.setattr(pt.torch.cuda, "get_device_name", lambda *a, **k: "Tesla V100")
+    with pytest.raises(ValueError, match="precision='bf16': Tesla V100 has no bf16; use 'fp32' or 'auto'"):
+        pt.use_bf16("bf16", "cuda")
+    assert pt.use_bf16("auto", "cuda") is False and pt.use_bf16("fp32", "cuda") is False
+    assert pt.use_bf16("bf16", "cpu") is True and pt.use_bf16("auto", "cpu") is False
+
+
+@pytest.mark.parametrize("precision, dtype", [("fp32", torch.float32), ("bf16", torch.bfloat16),
+                                              ("auto", torch.float32), ("bf16", torch.bfloat16)])
+def test_the_precision_takes_effect_in_training(precision, dtype):
+    """bf16 autocasts the step (on a CPU too, where "auto" stays fp32); one process may switch
+    between precisions (the second bf16 row comes after an fp32 one)."""
+    seen = []
+    history = pretrain(bert_mlm(SIZE, seed=0), make_data(), cfg(steps=2, precision=precision),
+                       mask_id=MASK, num_special=NSPEC, hook=lambda s: seen.append(s.logits.dtype))
+    assert set(seen) == {dtype} and history[-1]["loss"] > 0
+
+
+def test_compile_is_passed_to_torch_compile(monkeypatch):
+    calls = []
+
+    def fake_compile(module, **kwargs):
+        calls.append((type(module).__name__, kwargs))
+        return module
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    pretrain(bert_mlm(SIZE, seed=0), make_data(), cfg(steps=1, log_every=1), mask_id=MASK)
+    assert calls == []
+    pretrain(bert_mlm(SIZE, seed=0), make_data(), cfg(steps=1, log_every=1, compile=True), mask_id=MASK)
+    assert calls == [("Objective", {"dynamic": True})]
 
 
 def test_bad_inputs():

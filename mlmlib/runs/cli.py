@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from mlmlib.runs.plans import PlanError, available_profiles, load_plan
 
@@ -17,7 +18,9 @@ Run the book's experiments and build the book.
   python -m mlmlib run --profile paper --rehearse   the paper plan at tiny size, offline, on
                                                 stand-ins of its hub data and models (minutes, CPU)
   python -m mlmlib run --profile paper --executor local --gpus 0,1,2,3    one run per GPU
-  python -m mlmlib run --profile paper --executor slurm --partition gpu --gpus-per-run 1
+  python -m mlmlib run --profile paper --executor slurm --partition gpu --gpus-per-run 1 \
+      --slurm-arg account=proj42 --slurm-setup "module load cuda"   one job per run, 1 GPU each
+  python -m mlmlib run --profile paper --dry-run   list the runs, GPU-hours per paper
   python -m mlmlib book --profile smoke         build the HTML book from the executed runs
   python -m mlmlib status                       list finished and failed runs per profile
   python -m mlmlib mirror --profile paper --to DIR   copy the hub data and models it needs to DIR
@@ -61,7 +64,14 @@ def main(argv: list[str] | None = None, prepare_rehearsal=None) -> int:
                          "resumes from its checkpoint")
     ex.add_argument("--cpus-per-run", type=int, default=None, metavar="N", help="slurm: CPUs per run")
     ex.add_argument("--mem-gb", type=float, default=None, metavar="GB", help="slurm: memory per run")
-    ex.add_argument("--gpus-per-run", type=int, default=None, metavar="N", help="slurm: GPUs per run")
+    ex.add_argument("--gpus-per-run", type=int, default=None, metavar="N",
+                    help="slurm: GPUs per run: 1 (a run trains on one GPU; run several side by side)")
+    ex.add_argument("--slurm-arg", action="append", default=[], metavar="KEY=VALUE",
+                    help="slurm: an sbatch option passed through, e.g. account=proj42, qos=high, "
+                         "constraint=a100 (repeatable; a bare KEY is a flag)")
+    ex.add_argument("--slurm-setup", action="append", default=[], metavar="LINE",
+                    help="slurm: a shell line run before each job, e.g. \"module load cuda/12.4\" "
+                         "(repeatable)")
     ex.add_argument("--max-requeue", type=int, default=3, metavar="N",
                     help="requeues after a time limit before a run counts as failed (default 3)")
     book = sub.add_parser("book", help="build the Jupyter Book from the executed runs")
@@ -86,6 +96,7 @@ def main(argv: list[str] | None = None, prepare_rehearsal=None) -> int:
         from mlmlib.runs.book import build_book
 
         try:
+            write_budget_page()
             html = build_book(args.profile, strict=not args.no_strict, output=args.output,
                               also=args.also)
         except PlanError as exc:
@@ -127,8 +138,12 @@ def _run(args, prepare_rehearsal=None) -> int:
         return 2
     print(f"profile {plan.profile} ({plan.path.name}): {len(plan.runs)} runs")
     if args.dry_run:
+        from mlmlib.runs.budget import budget_lines
+
         for run in plan.runs:
             print(f"  {run.notebook}/{run.slug}: {json.dumps(run.params)}")
+        for line in budget_lines(plan):
+            print(line)
         return 0
     if rehearsed_profile(plan.profile):
         if prepare_rehearsal is None:
@@ -154,7 +169,7 @@ def _run(args, prepare_rehearsal=None) -> int:
 
 def _options(args, plan):
     """Executor options from the command line, checked against the machine and the plan."""
-    from mlmlib.runs.executors import ExecutorError, Options, check_options
+    from mlmlib.runs.executors import ExecutorError, Options, check_options, parse_slurm_args
 
     try:
         gpus = tuple(int(g) for g in args.gpus.split(",") if g.strip())
@@ -163,7 +178,29 @@ def _options(args, plan):
     return check_options(Options(
         executor=args.executor, gpus=gpus, max_parallel=args.max_parallel, partition=args.partition,
         time_min=args.time_min, cpus_per_run=args.cpus_per_run, mem_gb=args.mem_gb,
-        gpus_per_run=args.gpus_per_run, max_requeue=args.max_requeue), plan)
+        gpus_per_run=args.gpus_per_run, max_requeue=args.max_requeue,
+        slurm_args=parse_slurm_args(args.slurm_arg), slurm_setup=list(args.slurm_setup)), plan)
+
+
+BUDGET_PAGE = "gpu_budget.md"  # book/_generated/, included by book/compute.md
+BUDGET_PROFILE = "paper"
+
+
+def write_budget_page() -> Path:
+    """Write book/_generated/gpu_budget.md, the paper plan's GPU-hours per paper, from the plan."""
+    from mlmlib.atomic import atomic_path
+    from mlmlib.paths import project_root
+    from mlmlib.runs.budget import budget_markdown
+
+    out = project_root() / "book" / "_generated" / BUDGET_PAGE
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if BUDGET_PROFILE in available_profiles():
+        text = budget_markdown(load_plan(BUDGET_PROFILE))
+    else:
+        text = f"*No `{BUDGET_PROFILE}` plan in notebooks/plans/: no GPU-hours to show.*\n"
+    with atomic_path(out) as tmp:
+        tmp.write_text(text)
+    return out
 
 
 def _status(profile: str | None) -> int:

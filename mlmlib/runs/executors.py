@@ -11,13 +11,27 @@ submitit does the process and scheduler work: local subprocesses, `sbatch`, and 
 a job stopped by its time limit or by preemption (a checkpointable job is submitted again and
 the notebook resumes from the training checkpoint in its work folder). We add what submitit
 does not know: the plan's order, slots, threads per run and the job files.
+
+One run uses one GPU. The training loop runs in the notebook's kernel, which papermill starts
+and `accelerate launch` cannot, and the models of these papers are small: one run per GPU, many
+runs side by side, uses a node's GPUs better than one run spread over them. A request for
+several GPUs per run is refused rather than paid for and left idle.
+
+The record key of a run is computed when its job is submitted and travels with the job: an
+attempt that starts after the code it depends on was edited (a requeue after the driver's user
+changed a module) does not run the edited code under the old key, and does not touch the work
+folder holding the earlier attempt's checkpoints; it fails, saying so.
 """
 
 from __future__ import annotations
 
+import difflib
+import errno
+import fcntl
 import json
 import math
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -34,7 +48,24 @@ from mlmlib.runs.plans import Plan, is_summary, load_plan
 
 EXECUTORS = ("serial", "local", "slurm")
 JOBS = "_jobs"
-SLURM_KEYS = {"partition", "time_min", "cpus_per_run", "mem_gb", "gpus_per_run", "max_parallel"}
+SLURM_KEYS = {"partition", "time_min", "cpus_per_run", "mem_gb", "gpus_per_run", "max_parallel",
+              "args", "setup"}
+# sbatch options that the executor sets itself (from the options above, or for submitit's own
+# bookkeeping): a pass-through `--slurm-arg` may not set them behind the executor's back
+SLURM_RESERVED = {"partition": "--partition", "time": "--time-min", "mem": "--mem-gb",
+                  "mem-per-cpu": "--mem-gb", "mem-per-gpu": "--mem-gb",
+                  "cpus-per-task": "--cpus-per-run", "cpus-per-gpu": "--cpus-per-run",
+                  "gpus": "--gpus-per-run", "gpus-per-node": "--gpus-per-run",
+                  "gpus-per-task": "--gpus-per-run", "ntasks": "one task per run",
+                  "ntasks-per-node": "one task per run", "nodes": "one node per run",
+                  "signal": "--signal-delay (submitit's requeue)", "output": "submitit's logs",
+                  "error": "submitit's logs", "open-mode": "submitit's logs",
+                  "array": "one job per run", "requeue": "submitit's requeue"}
+SLURM_ARG = re.compile(r"^[a-z][a-z0-9-]*$")
+# file systems whose flock is node-local or off unless the mount says otherwise
+LOCAL_LOCK_OPTIONS = {"nfs": ("nolock", "local_lock=all", "local_lock=flock"),
+                      "nfs4": ("local_lock=all", "local_lock=flock"),
+                      "lustre": ("localflock", "noflock")}
 # squeue states of a job that is not over yet (a requeued job goes back to PENDING)
 SLURM_LIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD",
               "REQUEUE_FED", "RESIZING", "SUSPENDED", "SIGNALING", "STAGE_OUT", "STOPPED"}
@@ -61,6 +92,8 @@ class Options:
     max_requeue: int = 3  # timeouts a run may be requeued after (preemptions do not count)
     signal_delay_s: int = 60  # the job is told this long before its time limit (to stop cleanly)
     poll_s: float = 2.0
+    slurm_args: dict[str, Any] = field(default_factory=dict)  # sbatch options passed through
+    slurm_setup: list[str] = field(default_factory=list)  # shell lines before the job (module load)
 
 
 @dataclass
@@ -82,6 +115,8 @@ def check_options(options: Options, plan: Plan) -> Options:
         raise ExecutorError(f"--max-parallel {options.max_parallel}: give 0 (default) or more")
     slurm_given = [k for k in ("partition", "cpus_per_run", "mem_gb", "gpus_per_run")
                    if getattr(options, k) is not None]
+    if options.slurm_args or options.slurm_setup:
+        slurm_given += ["slurm_arg" if options.slurm_args else "slurm_setup"]
     if options.executor != "slurm" and slurm_given:
         raise ExecutorError(f"{', '.join('--' + k.replace('_', '-') for k in slurm_given)}: "
                             "SLURM options; use them with --executor slurm")
@@ -108,16 +143,144 @@ def check_options(options: Options, plan: Plan) -> Options:
         if unknown:
             raise ExecutorError(f"{plan.path.name}: slurm: unknown key(s) {sorted(unknown)}; "
                                 f"allowed: {sorted(SLURM_KEYS)}")
-        for key in SLURM_KEYS:  # the command line wins over the plan
+        for key in SLURM_KEYS - {"args", "setup"}:  # the command line wins over the plan
             if getattr(options, key) in (None, 0) and plan.slurm.get(key) is not None:
                 setattr(options, key, plan.slurm[key])
+        planned_args = plan.slurm.get("args") or {}
+        if not isinstance(planned_args, dict):
+            raise ExecutorError(f"{plan.path.name}: slurm: args must map sbatch options to values "
+                                "(e.g. {account: proj42, qos: normal})")
+        options.slurm_args = {**planned_args, **options.slurm_args}
+        planned_setup = plan.slurm.get("setup") or []
+        if not isinstance(planned_setup, list) or not all(isinstance(x, str) for x in planned_setup):
+            raise ExecutorError(f"{plan.path.name}: slurm: setup must be a list of shell lines")
+        options.slurm_setup = list(options.slurm_setup) or list(planned_setup)
+        check_slurm_args(options.slurm_args)
+        check_setup(options.slurm_setup)
+        check_shared_locks(work_dir())
+    if options.gpus_per_run is not None and options.gpus_per_run != 1:
+        raise ExecutorError(
+            f"--gpus-per-run {options.gpus_per_run}: one run trains on one GPU, so give 1 (or leave "
+            "it out for CPU jobs). Runs are notebooks, which a multi-GPU launcher cannot start, and "
+            "the models here are small: for several GPUs, run one run per GPU side by side "
+            "(--max-parallel N jobs of 1 GPU each)")
     if options.time_min is not None and options.time_min <= 0:
         raise ExecutorError(f"--time-min {options.time_min}: give a positive number of minutes")
     if options.time_min is not None and options.executor == "serial":
         raise ExecutorError("--time-min: a job time limit of --executor local or slurm")
     if options.max_requeue < 0:
         raise ExecutorError(f"--max-requeue {options.max_requeue}: give 0 or more")
+    if options.executor == "slurm":  # submitit checks its parameters now, before any sbatch
+        make_executor(options, plan.profile)
     return options
+
+
+def parse_slurm_args(given: list[str]) -> dict[str, Any]:
+    """`--slurm-arg key=value` (repeatable; a bare `key` is a flag such as `exclusive`) as a dict."""
+    args: dict[str, Any] = {}
+    for item in given:
+        key, has_value, value = item.partition("=")
+        key = key.strip()
+        if not key or (has_value and not value.strip()):
+            raise ExecutorError(f"--slurm-arg {item!r}: give key=value (an sbatch option without its "
+                                "dashes, e.g. account=proj42, qos=high, constraint=a100) or a flag "
+                                "key (e.g. exclusive)")
+        args[key] = value.strip() if has_value else True
+    return args
+
+
+def sbatch_options() -> set[str] | None:
+    """The long options this cluster's sbatch knows (from `sbatch --help`), or None if it cannot say."""
+    try:
+        asked = subprocess.run(["sbatch", "--help"], capture_output=True, text=True, timeout=30,
+                               check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = set(re.findall(r"--([a-z][a-z0-9-]*)", asked.stdout + asked.stderr))
+    return found or None
+
+
+def check_slurm_args(args: dict[str, Any]) -> None:
+    """Refuse pass-through sbatch options that are malformed, set by the executor itself, unknown
+    to this cluster's sbatch, or that ask for several GPUs per run."""
+    known = sbatch_options() if args else None
+    for key, value in args.items():
+        if not isinstance(key, str) or not SLURM_ARG.match(key):
+            raise ExecutorError(f"--slurm-arg {key!r}: an sbatch long option without its dashes, in "
+                                "lower case with '-' (e.g. mail-type, not --mail_type)")
+        if key in SLURM_RESERVED:
+            raise ExecutorError(f"--slurm-arg {key}: set by the executor ({SLURM_RESERVED[key]}); "
+                                "use that instead")
+        if known is not None and key not in known:
+            near = difflib.get_close_matches(key, sorted(known), n=5)
+            raise ExecutorError(f"--slurm-arg {key}: this cluster's sbatch has no --{key} option"
+                                + (f"; similar: {near}" if near else "") + " (see `sbatch --help`)")
+        if not (value is True or isinstance(value, (str, int, float))):
+            raise ExecutorError(f"--slurm-arg {key}: give a plain value, got {value!r}")
+        if key == "gres":
+            counts = [int(n) for n in re.findall(r"(?:^|,)gpu(?::[^:,]+)*:(\d+)", str(value))]
+            if any(n > 1 for n in counts):
+                raise ExecutorError(f"--slurm-arg gres={value}: one run trains on one GPU; ask for "
+                                    "gpu:1 (or gpu:<type>:1)")
+
+
+def check_setup(lines: list[str]) -> None:
+    """Setup lines are shell lines run before the job (module load, source an environment)."""
+    for line in lines:
+        if not isinstance(line, str) or not line.strip() or "\n" in line:
+            raise ExecutorError(f"--slurm-setup {line!r}: give one non-empty shell line per "
+                                "--slurm-setup (e.g. \"module load cuda/12.4\")")
+
+
+def mount_of(folder: Path, mounts_text: str | None = None) -> tuple[str, str, list[str]]:
+    """(mount point, file system type, options) of the mount holding `folder` (/proc/self/mounts)."""
+    if mounts_text is None:
+        try:
+            mounts_text = Path("/proc/self/mounts").read_text()
+        except OSError:
+            return "", "", []
+    path, best = str(Path(folder).resolve()), ("", "", [])
+    for line in mounts_text.splitlines():
+        parts = line.split()
+        if len(parts) < 4:
+            continue
+        point = parts[1].replace("\\040", " ")
+        inside = path == point or path.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best[0]):
+            best = (point, parts[2], parts[3].split(","))
+    return best
+
+
+def check_shared_locks(folder: Path, mounts_text: str | None = None) -> None:
+    """Jobs on several nodes build shared cache entries under flock in the work folder: refuse a
+    work folder whose mount keeps locks on one node (or has none), naming the mount."""
+    folder = Path(folder)
+    probe_dir = folder
+    while mounts_text is None and not probe_dir.exists() and probe_dir != probe_dir.parent:
+        probe_dir = probe_dir.parent  # the folder is made later, on the mount of its nearest parent
+    point, fstype, opts = mount_of(probe_dir, mounts_text)
+    bad = [o for o in opts if o in LOCAL_LOCK_OPTIONS.get(fstype, ())]
+    fix = ("; put MLMLIB_WORK on a file system that every node sees and whose locks hold across "
+           "nodes (or remount it with working locks)")
+    if bad:
+        raise ExecutorError(f"work folder {folder}: its mount {point} ({fstype}, {','.join(bad)}) "
+                            f"keeps file locks on one node, so two jobs could build one cache entry "
+                            f"at once{fix}")
+    if mounts_text is not None:
+        return  # a described mount (tests): nothing to probe
+    try:
+        with open(probe_dir / f".lock-probe-{os.getpid()}", "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle, fcntl.LOCK_UN)
+            finally:
+                os.unlink(handle.name)
+    except OSError as exc:
+        if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+            raise ExecutorError(f"work folder {folder}: flock fails on its mount {point or '?'} "
+                                f"({fstype or '?'}): {exc.strerror}{fix}") from None
+        if exc.errno not in (errno.EACCES, errno.EROFS, errno.EAGAIN):
+            raise
 
 
 def slots_of(options: Options, n_runs: int) -> list[str]:
@@ -155,13 +318,21 @@ def make_executor(options: Options, profile: str):
     params: dict[str, Any] = {"time": math.ceil(options.time_min or 24 * 60), "ntasks_per_node": 1,
                               "cpus_per_task": options.cpus_per_run or 1,
                               "signal_delay_s": options.signal_delay_s}
+    if options.slurm_args:
+        params["additional_parameters"] = dict(options.slurm_args)
+    if options.slurm_setup:
+        params["setup"] = list(options.slurm_setup)
     if options.partition:
         params["partition"] = options.partition
     if options.mem_gb:
         params["mem"] = f"{int(options.mem_gb * 1024)}M"
     if options.gpus_per_run:
         params["gpus_per_node"] = options.gpus_per_run
-    executor.update_parameters(**params)
+    try:
+        executor.update_parameters(**params)
+    except ValueError as exc:  # submitit's own check of the sbatch parameters
+        raise ExecutorError(f"--slurm-arg / SLURM options refused by submitit: "
+                            f"{str(exc).splitlines()[0]}") from None
     return executor
 
 
@@ -169,13 +340,23 @@ class RunJob:
     """One run of a plan as a submitit job; submitit requeues it (checkpoint) after a timeout."""
 
     def __call__(self, profile: str, only: list[str] | None, name: str, force: bool,
-                 env: dict[str, str]) -> dict:
+                 env: dict[str, str], submitted_key: str | None = None) -> dict:
         os.environ.update(env)
         os.environ["MLMLIB_JOB_ID"] = _job_id_here()
         plan = load_plan(profile, only)
         i = [runner.run_name(r) for r in plan.runs].index(name)
         run = plan.runs[i]
         key = runner.run_key(plan, i)
+        if submitted_key is not None and key != submitted_key:
+            # the code or parameters changed after submission: running now would either train the
+            # edited code under the old key or (runner's clean-up) delete the old key's checkpoints
+            kept = runner.work_folder(profile, run, submitted_key)
+            outcome = {"status": "failed", "seconds": 0.0, "error": (
+                f"the code or parameters of {name} changed after its job was submitted (key "
+                f"{submitted_key} -> {key}); nothing ran and its checkpoints are kept in {kept}: "
+                "restore the code to resume them, or start the driver again to rerun it fresh")}
+            write_json(job_file(profile, name, "outcome"), outcome)
+            return outcome
         # the notebook an earlier attempt of this job was writing when SLURM or a timeout killed it
         remove_dead_temps(runner.record_path(profile, run).with_suffix(".ipynb"), "ipynb")
         if not force and runner.has_record(profile, run, key):
@@ -207,15 +388,39 @@ def job_file(profile: str, name: str, kind: str = "job") -> Path:
     return runs_dir(profile) / JOBS / (f"{stem}.json" if kind == "job" else f"{stem}.outcome.json")
 
 
+def slurm_alive(job_ids: list[str]) -> dict[str, bool]:
+    """Which of these SLURM jobs have not ended: one `squeue` for all of them (a poll of a few
+    hundred jobs must not be a few hundred calls to the controller)."""
+    ids = sorted(set(map(str, job_ids)))
+    if not ids:
+        return {}
+    asked = subprocess.run(["squeue", "-h", "-o", "%i %T", "-j", ",".join(ids)],
+                           capture_output=True, text=True, check=False)
+    if asked.returncode != 0:
+        if "Invalid job id" not in asked.stderr:  # the controller is busy or away: ask again
+            return {j: True for j in ids}  # later, never resubmit a job that may still run
+        if len(ids) == 1:  # a job SLURM no longer knows has ended
+            return {ids[0]: False}
+        # squeue refuses a list with an id it has forgotten on some versions: ask each one
+        return {j: slurm_alive([j])[j] for j in ids}
+    states: dict[str, str] = {}
+    for line in asked.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            states[parts[0]] = parts[1]
+    return {j: states.get(j) in SLURM_LIVE for j in ids}
+
+
+def jobs_alive(infos: list[dict]) -> list[bool]:
+    """job_alive for several job files, SLURM's asked in one `squeue`."""
+    slurm = slurm_alive([str(i["job_id"]) for i in infos if i.get("executor") == "slurm"])
+    return [slurm[str(i["job_id"])] if i.get("executor") == "slurm" else job_alive(i) for i in infos]
+
+
 def job_alive(info: dict) -> bool:
     """True when the job a job file names has not ended (asked of SLURM, or of this host)."""
     if info.get("executor") == "slurm":
-        asked = subprocess.run(["squeue", "-h", "-j", str(info["job_id"]), "-o", "%T"],
-                               capture_output=True, text=True, check=False)
-        if asked.returncode != 0:  # a job SLURM no longer knows has ended; any other error:
-            return "Invalid job id" not in asked.stderr  # ask again later, never resubmit it
-        state = asked.stdout.split()
-        return bool(state) and state[0] in SLURM_LIVE
+        return slurm_alive([str(info["job_id"])])[str(info["job_id"])]
     if info.get("host") != socket.gethostname():
         return True  # a local job of another host: we cannot tell; never submit it twice
     return str(info.get("job_id", "")).isdigit() and pid_alive(int(info["job_id"]))
@@ -241,9 +446,11 @@ def run_with_executor(plan: Plan, options: Options, force: bool = False, log=pri
         log(f"[{i + 1}/{n}] skip {names[i]}: finished record exists")
         report.skipped.append(names[i])
     flights: dict[int, Flight] = {}
-    for i in (i for i, s in enumerate(state) if s == "pending"):  # jobs of an earlier driver
-        info = _read_json(job_file(profile, names[i]))
-        if info and job_alive(info):
+    earlier = {i: _read_json(job_file(profile, names[i])) for i, s in enumerate(state) if s == "pending"}
+    earlier = {i: info for i, info in earlier.items() if info}
+    alive = dict(zip(earlier, jobs_alive(list(earlier.values()))))
+    for i, info in earlier.items():  # jobs of an earlier driver
+        if alive[i]:
             slot = info.get("slot") if info.get("slot") in free else (free[0] if free else EXTRA)
             if slot in free:
                 free.remove(slot)
@@ -252,11 +459,10 @@ def run_with_executor(plan: Plan, options: Options, force: bool = False, log=pri
     chain = chain_times(plan, [runner.last_wall_time(plan, r) for r in plan.runs])
     last_beat = time.time()
     while any(s in ("pending", "running") for s in state):
+        asked = [f for f in flights.values() if f.job is None or options.executor == "slurm"]
+        alive = dict(zip((f.index for f in asked), jobs_alive([f.info for f in asked])))
         for i, flight in list(flights.items()):
-            if flight.job is not None and options.executor != "slurm":
-                over = flight.job.done()
-            else:
-                over = not job_alive(flight.info)
+            over = not alive[i] if i in alive else flight.job.done()
             if not over:
                 continue
             del flights[i]
@@ -345,9 +551,10 @@ def _submit(executor, options: Options, plan: Plan, i: int, slot: str, threads: 
     if slot.startswith("gpu"):  # the job sees only its GPU
         executor.update_parameters(visible_gpus=(int(slot[3:]),), gpus_per_node=1)
     job_file(plan.profile, name, "outcome").unlink(missing_ok=True)
-    job = executor.submit(RunJob(), plan.profile, only, name, force, env)
+    key = runner.run_key(plan, i)  # frozen: every attempt of the job runs under this key or not at all
+    job = executor.submit(RunJob(), plan.profile, only, name, force, env, key)
     info = {"executor": options.executor, "job_id": str(job.job_id), "host": socket.gethostname(),
-            "slot": slot, "threads": threads, "run": name,
+            "slot": slot, "threads": threads, "run": name, "key": key,
             "submitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     write_json(job_file(plan.profile, name), info)
     log(f"[{i + 1}/{len(plan.runs)}] submit {name}: job {info['job_id']} on {slot}, {threads} thread(s)")

@@ -22,7 +22,7 @@ import yaml
 from mlmlib import configs
 from mlmlib.paths import project_root
 
-ENTRY_KEYS = {"notebook", "chapter", "title", "timeout", "grid", "params", "needs", "alone"}
+ENTRY_KEYS = {"notebook", "chapter", "title", "timeout", "grid", "params", "needs", "alone", "gpu_hours"}
 RESERVED = {"run_dir"}  # set by the runner, never by a plan
 DEFAULT_TIMEOUT = 1800
 
@@ -43,6 +43,7 @@ class Run:
     timeout: int
     needs: tuple[str, ...] = ()  # notebooks whose runs must have finished first (their artifacts)
     alone: bool = False  # it measures time: the local executor runs nothing beside it
+    gpu_hours: float | None = None  # the plan's estimate for this run (mlmlib.runs.budget)
 
     @property
     def slug(self) -> str:
@@ -320,6 +321,10 @@ def _expand(entry: dict, where: str) -> list[Run]:
     timeout = entry.get("timeout", DEFAULT_TIMEOUT)
     if not isinstance(timeout, int) or timeout <= 0:
         raise PlanError(f"{where}: timeout must be a positive number of seconds, got {timeout!r}")
+    gpu_hours = entry.get("gpu_hours")
+    if gpu_hours is not None and (not _is_number(gpu_hours) or not 0 < gpu_hours < float("inf")):
+        raise PlanError(f"{where}: gpu_hours must be a positive number (the estimated GPU-hours of "
+                        f"each run of the entry), got {gpu_hours!r}")
     runs = []
     for values in itertools.product(*grid.values()):
         params = {**fixed, **dict(zip(grid, values))}
@@ -327,6 +332,7 @@ def _expand(entry: dict, where: str) -> list[Run]:
             notebook=name, params=params, grid_keys=tuple(grid), timeout=timeout,
             chapter=str(entry.get("chapter", "")), title=str(entry.get("title", name)),
             needs=tuple(entry.get("needs", [])), alone=entry.get("alone", False),
+            gpu_hours=None if gpu_hours is None else float(gpu_hours),
         ))
     return runs
 
