@@ -193,7 +193,8 @@ def test_an_edit_in_one_paper_changes_only_its_runs(library_copy):
         f.write("\n# an edit\n")
     after = _versions()
     changed = sorted(nb for nb in before if before[nb] != after[nb])
-    assert changed == ["C1_task_scores", "C2_selective_mlm", "C3_selective_summary"]
+    assert changed == sorted(nb for nb in before if nb.startswith("C"))  # paper C's pages only
+    assert "C1_task_scores" in changed and len(changed) >= 3
     with open(library_copy / "runs" / "runner.py", "a") as f:  # orchestration: reruns nothing
         f.write("\n# an edit\n")
     assert _versions() == after
