@@ -147,11 +147,19 @@ def metrics_from_probs(probs: np.ndarray, labels) -> dict:
     metrics = {
         "accuracy": float(accuracy_score(labels, pred)),
         "f1": float(f1_score(labels, pred, average="macro", zero_division=0)),
-        "matthews": float(matthews_corrcoef(labels, pred)),
+        "matthews": _matthews(labels, pred),
     }
     if probs.shape[1] == 2:  # GLUE's F1 for MRPC and QQP: of the positive class
         metrics["f1_positive"] = float(f1_score(labels, pred, pos_label=1, zero_division=0))
     return metrics
+
+
+def _matthews(labels: np.ndarray, pred: np.ndarray) -> float:
+    """Matthews correlation; 0 where labels and predictions hold one class only (what sklearn
+    returns there too, after a warning that would print on every tiny evaluation)."""
+    if len(np.union1d(labels, pred)) < 2:
+        return 0.0
+    return float(matthews_corrcoef(labels, pred))
 
 
 def evaluate(model: nn.Module, data: dict, batch_size: int = 256) -> dict:

@@ -170,7 +170,7 @@ def probe_scores(model, train: dict, test: dict, seed: int) -> dict:
     probe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000, random_state=seed))
     predicted = probe.fit(x_train, y_train).predict(x_test)
     return {"probe_accuracy": float(accuracy_score(y_test, predicted)),
-            "probe_f1": float(f1_score(y_test, predicted, average="macro"))}
+            "probe_f1": float(f1_score(y_test, predicted, average="macro", zero_division=0))}
 
 
 # ---------------------------------------------------------------- every arm of one seed
