@@ -72,7 +72,8 @@ def dose_differences(claimed: list[dict], testbeds: dict[str, dict]):
                         yerr=[points["effect"] - points["low"], points["high"] - points["effect"]],
                         fmt="o", capsize=4, label=verdict)
         ax.axhline(0, color="grey", lw=1)
-        ax.set_xscale("log")
+        if (part["dose"] > 0).any():  # a log axis needs a positive dose (dose 0 alone: linear)
+            ax.set_xscale("symlog", linthresh=max(1, int(part["dose"][part["dose"] > 0].min())))
         ax.set(xlabel="continued-MLM steps (dose)",
                ylabel=f"exponential - random, {testbeds[testbed]['score_name']}",
                title=f"{testbeds[testbed]['testbed']}\n{task} ({word_list})")

@@ -46,6 +46,8 @@ def top_false_negatives(arm_rows: list[dict], per_arm: int = 3) -> pd.DataFrame:
 def last_window(log: pd.DataFrame) -> pd.DataFrame:
     """B1: each ELECTRA arm's last logging window (empty without an ELECTRA arm)."""
     final = log[log["objective"] == "electra"].groupby("arm").tail(1)
+    if final.empty:  # MLM arms only: their log has no discriminator columns
+        return pd.DataFrame(columns=list(LAST_WINDOW.values()))
     return final.set_index("arm")[list(LAST_WINDOW)].rename(columns=LAST_WINDOW).round(4)
 
 
