@@ -140,7 +140,7 @@ def test_the_whole_cpu_plan_rehearses_offline(tmp_path):
     that fine-tunes a pretraining seed other than 0 included (no other test runs them: an A5 that
     looked the shipped base up on the hub once reached the cpu batch)."""
     records = _rehearse_offline("cpu", tmp_path, timeout=1200)
-    assert records["base_model/run"]["params"]["base_model"] == "minilm-l6"
+    assert records["base_model/run"]["params"]["base"]["name"] == "minilm-l6"
     a3 = [r for name, r in records.items() if name.startswith("A3_synthetic_finetune/")]
     # each A3 seed loads the models of its own pretraining seed (pretrain_seed -1)
-    assert sorted((r["seed"], r["metrics"]["pretrain_seed"]) for r in a3) == [(15, 15), (16, 16)]
+    assert sorted({(r["seed"], r["metrics"]["pretrain_seed"]) for r in a3}) == [(15, 15), (16, 16)]
