@@ -37,6 +37,9 @@ class FinetuneConfig:
     lr: float = 1e-4
     weight_decay: float = 0.01
     warmup_frac: float = 0.1
+    # Steps of linear warm-up; None: warmup_frac of the run. A run that stops on patience long
+    # before its step cap needs a count: a fraction of the cap would keep it in warm-up to the end.
+    warmup_steps: int | None = None
     grad_clip: float | None = 1.0
     patience: int | None = None  # evaluations without improvement before stopping; None: never
     eval_every: int | None = None  # steps between validations; None: once per epoch
@@ -51,7 +54,7 @@ class FinetuneConfig:
         for name in ("epochs", "batch_size", "eval_batch_size"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")
-        for name in ("max_steps", "patience", "eval_every"):
+        for name in ("max_steps", "patience", "eval_every", "warmup_steps"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be None or an int >= 1, got {value!r}")
@@ -192,7 +195,8 @@ def train_loop(model: nn.Module, n: int, config: FinetuneConfig,
                on_step: Callable[[int, nn.Module, float], None] | None = None) -> LoopResult:
     """The loop every fine-tuning head shares: seeded batch order, AdamW with linear warm-up and
     decay, a validation every `eval_every` steps (else once per epoch), early stopping on
-    `metric` (a key of validate()'s scores, higher is better), the best weights restored.
+    `metric` (a key of validate()'s scores, higher is better; patience counts only validations
+    after warm-up), the best weights restored.
 
     step_loss(idx, device) gives the loss of the training rows idx (a classifier's cross-entropy,
     a span reader's start/end loss); on_step(step, model, lr), if given, is called after each
@@ -209,7 +213,9 @@ def train_loop(model: nn.Module, n: int, config: FinetuneConfig,
     eval_every = config.eval_every or per_epoch
     optimizer = torch.optim.AdamW(param_groups(model, config.weight_decay), lr=config.lr,
                                   fused=device.type in ("cpu", "cuda"))
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_frac * total), total)
+    warmup = min(total, config.warmup_steps if config.warmup_steps is not None
+                 else int(config.warmup_frac * total))
+    scheduler = get_linear_schedule_with_warmup(optimizer, warmup, total)
 
     bar = None
     if progress:
@@ -267,7 +273,7 @@ def train_loop(model: nn.Module, n: int, config: FinetuneConfig,
             if scores[metric] > best:
                 best, best_step, bad_evals = scores[metric], step, 0
                 best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
-            else:
+            elif step > warmup:  # patience counts from the peak learning rate on
                 bad_evals += 1
                 if config.patience is not None and bad_evals >= config.patience:
                     break

@@ -255,14 +255,16 @@ def test_sweep_stops_on_patience_and_flags_the_cap():
         dist.Sweep(patience=0)
 
 
-@pytest.mark.parametrize("curve, patience, stop, best", [
-    ([0.5, 0.6, 0.7, 0.7, 0.69, 0.71, 0.70, 0.70, 0.70, 0.70], 3, 9, 6),  # a tie is no improvement
-    ([0.5, 0.6, 0.7, 0.7, 0.69, 0.71, 0.70, 0.70, 0.70, 0.70], 5, 10, 6),  # never 5 in a row: the cap
-    ([0.55, 0.55, 0.55, 0.8, 0.8, 0.8], 2, 3, 1),  # a late riser stopped early: why patience is not 1 or 2
+@pytest.mark.parametrize("curve, patience, stop, best, warmup", [
+    ([0.5, 0.6, 0.7, 0.7, 0.69, 0.71, 0.70, 0.70, 0.70, 0.70], 3, 9, 6, 0),  # a tie is no improvement
+    ([0.5, 0.6, 0.7, 0.7, 0.69, 0.71, 0.70, 0.70, 0.70, 0.70], 5, 10, 6, 0),  # never 5 in a row: the cap
+    ([0.55, 0.55, 0.55, 0.8, 0.8, 0.8], 2, 3, 1, 0),  # a late riser stopped early: why patience is not 1 or 2
+    # warm-up of 3 steps: the flat start does not count, the late riser is found (stopped before the cap)
+    ([0.55, 0.55, 0.55, 0.8, 0.8, 0.8, 0.8], 2, 6, 4, 3),
 ])
-def test_patience_stops_on_a_hand_made_validation_curve(curve, patience, stop, best):
+def test_patience_stops_on_a_hand_made_validation_curve(curve, patience, stop, best, warmup):
     """finetune's early stopping (what run_sweep uses) on a scripted validation curve: it stops after
-    `patience` validations without a new best and restores the best weights."""
+    `patience` validations without a new best, counted after warm-up, and restores the best weights."""
     from mlmlib.finetune import FinetuneConfig, train_loop
 
     model = torch.nn.Linear(1, 1)
@@ -273,7 +275,8 @@ def test_patience_stops_on_a_hand_made_validation_curve(curve, patience, stop, b
         weights.append(float(model.weight.detach()))
         return {"accuracy": next(scores)}
 
-    config = FinetuneConfig(max_steps=len(curve), eval_every=1, patience=patience, lr=0.1, warmup_frac=0.0)
+    config = FinetuneConfig(max_steps=len(curve), eval_every=1, patience=patience, lr=0.1, warmup_frac=0.0,
+                            warmup_steps=warmup or None)
     result = train_loop(model, 8, config, lambda idx, device: model(torch.ones(len(idx), 1)).sum(), validate,
                         "accuracy", progress=False)
     assert result.steps == stop and result.best_step == best and len(result.history) == stop

@@ -198,6 +198,7 @@ class Sweep:
     lr: float = 1e-3              # fine-tuning learning rate (the paper: 5e-5)
     batch_size: int = 32
     max_steps: int = 3000         # safety cap per run; patience ends runs first (the paper: 30k)
+    warmup_steps: int = 50        # linear warm-up, then decay to max_steps (the paper: 10% of the run)
     eval_every: int = 25          # steps between validations (the paper: 1000)
     patience: int = 6             # validations without improvement before stopping (the paper: 5)
 
@@ -219,7 +220,7 @@ class Sweep:
         if not self.bd2_fractions or any(not 0 <= f < 1 for f in self.bd2_fractions):
             raise ValueError(f"bd2_fractions must be in [0, 1), got {self.bd2_fractions!r}")
         for name in ("pool_size", "valid_size", "test_size", "length", "batch_size", "max_steps", "eval_every",
-                     "patience"):
+                     "patience", "warmup_steps"):
             if isinstance(getattr(self, name), bool) or not isinstance(getattr(self, name), int) \
                     or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")

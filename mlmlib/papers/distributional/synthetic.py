@@ -365,7 +365,8 @@ def run_sweep(setup: Setup, sweep: Sweep, seed: int, cbow: CbowConfig | None = N
             for model in models:
                 clf = build_classifier(model, setup, seed, pretrained, vectors, cbow.std)
                 config = FinetuneConfig(max_steps=sweep.max_steps, batch_size=sweep.batch_size, lr=sweep.lr,
-                                        eval_every=sweep.eval_every, patience=sweep.patience, seed=seed)
+                                        eval_every=sweep.eval_every, patience=sweep.patience, seed=seed,
+                                        warmup_steps=sweep.warmup_steps)
                 result = finetune(clf, train, valid, config, progress=progress)
                 accs = {}
                 for name, (data, labels) in tests.items():
