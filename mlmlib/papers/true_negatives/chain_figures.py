@@ -88,3 +88,82 @@ def show_checkpoints(checkpoints: Sequence[dict], downstream: Sequence[dict]):
 def at_step(downstream: Sequence[dict], step: int) -> list[dict]:
     """The downstream rows of the models at `step` of their chain, and scratch's."""
     return [r for r in downstream if r.get("checkpoint") in (None, step)]
+
+
+def b1_tables(records: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """B1's records as (the downstream rows the claims compare: each chain's last checkpoint,
+    the downstream rows at every checkpoint, the checkpoint rows)."""
+    def rows(key: str) -> pd.DataFrame:
+        return pd.DataFrame([r for runs in (records[key] if key in records else []) for r in runs or []])
+
+    downstream = rows("downstream")
+    return final_rows(downstream), downstream, rows("checkpoints")
+
+
+def final_rows(downstream: pd.DataFrame) -> pd.DataFrame:
+    """The downstream rows of each chain's last checkpoint (what the claims compare: the whole
+    dose), and scratch's; records without checkpoints are returned as they are."""
+    if "checkpoint" not in downstream or not len(downstream):
+        return downstream
+    step = downstream["checkpoint"]
+    last = downstream.groupby(["arm", "pretrain_seed"])["checkpoint"].transform("max")
+    return downstream[step.isna() | (step == last)].reset_index(drop=True)
+
+
+SEED_CURVES = {"test_accuracy": "test accuracy", "disc_acc_replaced": "flags replaced",
+               "disc_acc_false_negative": "flags false negatives"}
+
+
+def seed_curves(checkpoints: pd.DataFrame, downstream: pd.DataFrame) -> pd.DataFrame:
+    """Per arm, task, measure and checkpoint: the mean over pretraining seeds and its 95% Student-t
+    interval (fine-tuning seeds averaged first), for the test accuracy and the discriminator's
+    flagging; `scratch` at step 0."""
+    from mlmlib import stats
+
+    if "checkpoint" not in downstream or not len(downstream):
+        return pd.DataFrame(columns=["arm", "task", "measure", "step", "mean", "ci_low", "ci_high", "seeds"])
+    down = downstream.assign(step=downstream["checkpoint"].fillna(0).astype(int))
+    per_seed = down.groupby(["arm", "task", "step", "pretrain_seed"])["test_accuracy"].mean().reset_index()
+    long = [per_seed.rename(columns={"test_accuracy": "value"}).assign(measure=SEED_CURVES["test_accuracy"])]
+    electra = checkpoints[checkpoints["objective"] == "electra"] if len(checkpoints) else checkpoints
+    for column in ("disc_acc_replaced", "disc_acc_false_negative"):
+        if len(electra) and column in electra:
+            part = electra.rename(columns={"checkpoint": "step", column: "value"})
+            long.append(part[["arm", "step", "pretrain_seed", "value"]].assign(task="", measure=SEED_CURVES[column]))
+    rows = []
+    for (arm, task, measure, step), part in pd.concat(long).groupby(["arm", "task", "measure", "step"]):
+        ci = stats.mean_ci(part["value"])
+        rows.append({"arm": arm, "task": task, "measure": measure, "step": step, "mean": ci.mean,
+                     "ci_low": ci.low, "ci_high": ci.high, "seeds": ci.n})
+    return pd.DataFrame(rows)
+
+
+def show_seed_curves(checkpoints: pd.DataFrame, downstream: pd.DataFrame) -> pd.DataFrame:
+    """B3's view of B1's chains: each measure against the chain's steps, mean over pretraining
+    seeds with its 95% interval (scratch: the dashed line), drawn and tabled; returns the curves."""
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    from mlmlib.tables import with_interval
+
+    curves = seed_curves(checkpoints, downstream)
+    measures = [m for m in SEED_CURVES.values() if m in set(curves.get("measure", []))]
+    if not measures:
+        print("the B1 records hold no checkpoints (records made before B1 fine-tuned its chains)")
+        return curves
+    fig, axes = plt.subplots(1, len(measures), figsize=(4.6 * len(measures), 3.8), squeeze=False)
+    for ax, measure in zip(axes[0], measures):
+        part = curves[curves["measure"] == measure]
+        for (arm, task), line in part[part["arm"] != "scratch"].groupby(["arm", "task"]):
+            ax.errorbar(line["step"], line["mean"], yerr=[line["mean"] - line["ci_low"], line["ci_high"] - line["mean"]],
+                        marker="o", capsize=3, label=f"{arm} ({task})" if task else arm)
+        for value in part[part["arm"] == "scratch"]["mean"]:
+            ax.axhline(value, color="grey", ls="--", lw=1)
+        if measure == SEED_CURVES["disc_acc_replaced"]:
+            ax.axhline(DISC_FLAGS_MIN, color="grey", lw=0.8, ls=":")
+        ax.set(xscale="symlog", xlabel="pretraining step of the chain", ylabel="mean over seeds", title=measure)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    plt.show()
+    display(with_interval(curves.round(3), "mean", "ci_low", "ci_high", "seeds"))
+    return curves
