@@ -158,6 +158,10 @@ def test_a_corpus_without_synonym_pairs_stops_before_training(monkeypatch):
 @pytest.mark.parametrize("kwargs, match", [
     ({"corpora": ["mix", "sorted"]}, "parameter corpora: unknown"),
     ({"language_seed": -2}, "parameter language_seed"),
+    ({"corpus_arms": {"mix": ["mlm/none"]}}, r"corpus_arms\['mix'\] must be a non-empty list of the page's arms"),
+    ({"corpus_arms": {"mix": []}}, r"corpus_arms\['mix'\] must be a non-empty list"),
+    ({"corpus_arms": {"shift": ["electra/none"]}}, r"names corpora \['shift'\] that are not in corpora"),
+    ({"corpus_arms": ["electra/none"]}, "corpus_arms must be a mapping"),
 ])
 def test_bad_corpora_and_language_seed_stop(kwargs, match, monkeypatch):
     monkeypatch.setattr(tb, "pretrain_arm", lambda *a, **k: pytest.fail("trained"))
@@ -181,12 +185,14 @@ def test_the_setup_group_checks_its_fields(field, value, match):
 def test_a_tiny_seed_run_records_every_table():
     arms = ["electra/none", "electra/shield", "electra/relabel", "electra/sr-word", "mlm/none", "mlm/shield",
             "electra/shield@imperfect"]
+    control = ["electra/none", "mlm/none"]  # the control corpus pretrains the uncorrected arms only
     run = tb.run_seed(SyntheticSetup(**TINY), SyntheticFinetune(**TINY_FT), arms, ["mix", "shift"], seed=1,
-                      log=None)
+                      log=None, corpus_arms={"shift": control})
     json.dumps(run.metrics())  # a record is JSON
     assert run.info["language_seed"] == 1 and run.info["exact_pairs"] == 12 and run.info["imperfect_pairs"] == 6
     down = pd.DataFrame(run.downstream)
-    assert len(down) == 2 * len(arms) + 1 and (down["arm"] == "scratch").sum() == 1
+    assert len(down) == len(arms) + len(control) + 1 and (down["arm"] == "scratch").sum() == 1
+    assert set(down.loc[down["corpus"] == "shift", "arm"]) == set(control)
     assert np.allclose(down["robustness_drop"], down["a_d1"] - down["b_d1"])
     training = pd.DataFrame(run.training)
     assert set(training["corpus"]) == {"mix", "shift"} and training["fn_rate_replaced"].between(0, 1).all()

@@ -148,6 +148,28 @@ def parse_arms(arms: Sequence[str], correction: Correction | None = None) -> lis
     return out
 
 
+def arms_by_corpus(arms: Sequence[SyntheticArm], corpora: Sequence[str],
+                   corpus_arms: dict | None) -> dict[str, list[SyntheticArm]]:
+    """The arms each corpus pretrains: those `corpus_arms` names for it (a subset of the page's
+    `arms`), or every arm for a corpus it does not name."""
+    corpus_arms = corpus_arms or {}
+    if not isinstance(corpus_arms, dict):
+        raise ValueError(f"parameter corpus_arms must be a mapping corpus -> arms, got {corpus_arms!r}")
+    by_name = {a.name: a for a in arms}
+    out = {}
+    for corpus in corpora:
+        names = corpus_arms.get(corpus, list(by_name))
+        unknown = [n for n in names if n not in by_name]
+        if isinstance(names, str) or not len(names) or unknown:
+            raise ValueError(f"parameter corpus_arms[{corpus!r}] must be a non-empty list of the page's arms "
+                             f"{list(by_name)}, got {names!r}")
+        out[corpus] = [by_name[n] for n in names]
+    extra = sorted(set(corpus_arms) - set(corpora))
+    if extra:
+        raise ValueError(f"parameter corpus_arms names corpora {extra} that are not in corpora {list(corpora)}")
+    return out
+
+
 def check_corpora(corpora: Sequence[str]) -> list[str]:
     """The page's `corpora`: a non-empty list from the data layer's corpora, each once."""
     if isinstance(corpora, str) or not len(corpora) or len(set(corpora)) != len(corpora):
@@ -286,9 +308,11 @@ class SeedRun:
 
 
 def prepare(setup: SyntheticSetup, arms: Sequence[str], corpora: Sequence[str], language_seed: int,
-            seed: int, correction: Correction | None = None) -> tuple:
-    """Everything checked and built before any training: arms, corpora, language, tables, data."""
-    arm_list, corpora = parse_arms(arms, correction), check_corpora(corpora)
+            seed: int, correction: Correction | None = None, corpus_arms: dict | None = None) -> tuple:
+    """Everything checked and built before any training: arms (per corpus), corpora, language,
+    tables, data."""
+    corpora = check_corpora(corpora)
+    arm_list = arms_by_corpus(parse_arms(arms, correction), corpora, corpus_arms)
     lang = syn.make_language(syn.LanguageConfig(
         n_sets=setup.n_sets, n_states=setup.n_states, n_patterns=setup.n_patterns,
         pattern_length=setup.pattern_length, pattern_set_size=setup.pattern_set_size, seed=language_seed))
@@ -302,7 +326,7 @@ def prepare(setup: SyntheticSetup, arms: Sequence[str], corpora: Sequence[str], 
                                                      seed=seed * 100 + 1 + i))
         probes[corpus] = encode(syn.pretraining_corpus(lang, corpus, setup.probe_size, setup.corpus_length,
                                                        seed=seed * 100 + 50 + i))
-        if any(a.corrects for a in arm_list) and not pairs_in_corpus(data[corpus], tables["exact"]):
+        if any(a.corrects for a in arm_list[corpus]) and not pairs_in_corpus(data[corpus], tables["exact"]):
             raise ValueError(f"parameter corpora: {corpus!r} holds no synonym pair for a correction "
                              "to act on (both tokens of a pair never occur)")
     return arm_list, corpora, lang, tables, data, probes
@@ -310,19 +334,20 @@ def prepare(setup: SyntheticSetup, arms: Sequence[str], corpora: Sequence[str], 
 
 def run_seed(setup: SyntheticSetup, ft: SyntheticFinetune, arms: Sequence[str], corpora: Sequence[str],
              seed: int, language_seed: int = OWN_SEED, correction: Correction | None = None,
-             log: Callable[[str], Any] | None = print) -> SeedRun:
-    """One language and pretraining seed: every arm pretrained from scratch on every corpus, probed,
-    fine-tuned on A-D1 and scored; then the same encoder fine-tuned from scratch, once."""
+             log: Callable[[str], Any] | None = print, corpus_arms: dict | None = None) -> SeedRun:
+    """One language and pretraining seed: every arm (`corpus_arms`: the arms of each corpus)
+    pretrained from scratch on every corpus, probed, fine-tuned on A-D1 and scored; then the same
+    encoder fine-tuned from scratch, once."""
     language_seed = language_of(seed, language_seed)
     arm_list, corpora, lang, tables, data, probes = prepare(setup, arms, corpora, language_seed, seed,
-                                                            correction)
+                                                            correction, corpus_arms)
     size = model_size(setup, ft.length)
     sets = labelled_sets(lang, ft, language_seed)
     vocab = vocabulary(setup.n_sets)
     common = {"pretrain_seed": seed, "language_seed": language_seed}
     training, downstream, intrinsic, arm_rows = [], [], [], []
     for corpus in corpora:
-        for arm in arm_list:
+        for arm in arm_list[corpus]:
             start = time.perf_counter()
             with contextlib.redirect_stdout(io.StringIO()):
                 result = pretrain_arm(arm.config, Tables(tables[arm.table], None, arm.table), vocab,
