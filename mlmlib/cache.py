@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mlmlib.atomic import file_lock, remove_dead_temps, temp_name
-from mlmlib.code_digest import paper_of, source_digest
+from mlmlib.code_digest import module_version, paper_of, source_digest
 from mlmlib.paths import work_dir
 
 DONE = "config.json"  # written last: its presence means the artifact is complete
@@ -33,9 +33,10 @@ def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def keyed_config(config: dict[str, Any], code_of: str) -> dict[str, Any]:
-    """The config plus the digest of the code that builds it (`code_of`: the caller's __name__)."""
-    return {**config, "_code": source_digest(paper_of(code_of))}
+def keyed_config(config: dict[str, Any], code_of: str, narrow: bool = False) -> dict[str, Any]:
+    """The config plus the digest of the code that builds it (`code_of`: the caller's __name__):
+    the core, data and the caller's paper, or with `narrow` only the modules `code_of` runs."""
+    return {**config, "_code": module_version(code_of) if narrow else source_digest(paper_of(code_of))}
 
 
 def artifact_dir(kind: str, config: dict[str, Any], code_of: str) -> Path:
@@ -70,24 +71,39 @@ def _opens(weights: Path) -> bool:
     return True
 
 
+def damage(folder: Path, expect: Sequence[str] = (),
+           intact: Callable[[Path], str | None] | None = None) -> str | None:
+    """Why the artifact in `folder` cannot be used (incomplete, or `intact(folder)`'s reason),
+    or None when it can."""
+    if not is_complete(folder, expect):
+        return "incomplete"
+    return intact(folder) if intact is not None else None
+
+
 def cached(kind: str, config: dict[str, Any], build: Callable[[Path], None], *, code_of: str,
-           expect: Sequence[str] = ()) -> Path:
+           expect: Sequence[str] = (), intact: Callable[[Path], str | None] | None = None,
+           narrow: bool = False) -> Path:
     """Return the artifact's folder, building it with build(tmp_folder) first if it is missing.
 
     `code_of` is the calling module's __name__: its paper's code (with the core and data)
-    is part of the key. `expect` names files (or saved-model folders) a complete artifact holds;
-    an entry missing one (damaged by hand or by a disk) is set aside and rebuilt.
+    is part of the key; with `narrow`, only the modules `code_of` runs (its imports' closure),
+    for an artifact that a plan entry of its own builds: a notebook importing `code_of` has the
+    same code in its code version, so the entry reruns exactly when the key changes. `expect`
+    names files (or saved-model folders) a complete artifact holds; an entry missing one
+    (damaged by hand or by a disk) is set aside and rebuilt, as is one for which
+    `intact(folder)` gives a reason (a cheap check of its files' identity).
     """
-    keyed = keyed_config(config, code_of)
+    keyed = keyed_config(config, code_of, narrow)
     final = work_dir() / "cache" / kind / config_hash(keyed)
-    if is_complete(final, expect):
+    if damage(final, expect, intact) is None:
         return final
     with file_lock(final.with_name(f"{final.name}.lock")):
-        if is_complete(final, expect):  # another process built it while we waited
+        why = damage(final, expect, intact)
+        if why is None:  # another process built it while we waited
             return final
         if final.exists():  # damaged: moved aside, not deleted (a reader may hold its files)
             aside = temp_name(final, "damaged")
-            print(f"cache: {final} is incomplete; set aside as {aside.name}, rebuilding")
+            print(f"cache: {final} is {why}; set aside as {aside.name}, rebuilding")
             shutil.rmtree(aside, ignore_errors=True)  # this process's own earlier damaged copy
             os.replace(final, aside)
         remove_dead_temps(final)
@@ -100,6 +116,8 @@ def cached(kind: str, config: dict[str, Any], build: Callable[[Path], None], *, 
             if missing:  # a build that never writes what is expected would rebuild forever
                 raise RuntimeError(f"building {kind} wrote no {missing}: the build function and "
                                    "`expect` disagree")
+            if intact is not None and (why := intact(tmp)) is not None:  # the same, for `intact`
+                raise RuntimeError(f"building {kind} wrote an artifact its own check refuses: {why}")
             (tmp / DONE).write_text(json.dumps(keyed, indent=1, sort_keys=True, default=str))
             os.replace(tmp, final)
         finally:

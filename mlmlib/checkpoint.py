@@ -42,16 +42,45 @@ def tensors_digest(tensors) -> str:
     return h.hexdigest()[:16]
 
 
+# A data dict may carry its own cheap identity under this key (a packed corpus of tens of GB:
+# its recipe, size and sampled hash); the fingerprint then takes it instead of hashing every value.
+DATA_IDENTITY = "data_identity"
+
+
 def fingerprint(config, model: nn.Module, data: dict, skip=(), identity: dict | None = None) -> dict:
     """What must match for a checkpoint to be resumed: the config, the starting weights, the
-    data's values, and `identity` (anything else that decides the result: hook settings, arm)."""
+    data's values (or its DATA_IDENTITY), and `identity` (anything else that decides the
+    result: hook settings, arm)."""
     cfg = {k: _plain(v) for k, v in asdict(config).items() if k not in skip}
     shapes = sorted((k, list(v.shape)) for k, v in model.state_dict().items())
     model_hash = hashlib.sha256(json.dumps(shapes).encode()).hexdigest()[:16]
     data_shapes = {k: list(v.shape) for k, v in data.items() if isinstance(v, torch.Tensor)}
+    values = data[DATA_IDENTITY] if isinstance(data.get(DATA_IDENTITY), str) else tensors_digest(data)
     return {"config": cfg, "model": f"{type(model).__name__}:{model_hash}", "data": data_shapes,
-            "start": tensors_digest(model.state_dict()), "data_values": tensors_digest(data),
+            "start": tensors_digest(model.state_dict()), "data_values": values,
             "identity": json.loads(json.dumps(identity or {}, sort_keys=True, default=str))}
+
+
+def training_state(optimizer, scheduler, sampler, **generators: torch.Generator) -> dict:
+    """What a resumed training loop needs besides the weights: the optimizer, the schedule, the
+    batch order (a `BatchSampler`) and the random generators (global, CUDA's, `generators`)."""
+    return {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+            "sampler": sampler.state_dict(), "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+            **{name: generator.get_state() for name, generator in generators.items()}}
+
+
+def restore_training_state(state: dict, optimizer, scheduler, sampler,
+                           **generators: torch.Generator) -> None:
+    """Put back what `training_state` saved, into the same kinds of objects."""
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    sampler.load_state_dict(state["sampler"])
+    for name, generator in generators.items():
+        generator.set_state(state[name])
+    torch.set_rng_state(state["torch_rng"])
+    if torch.cuda.is_available() and state.get("cuda_rng") is not None:
+        torch.cuda.set_rng_state_all(state["cuda_rng"])
 
 
 def _mismatch(saved: dict, current: dict) -> list[str]:

@@ -174,10 +174,8 @@ def notebook_modules(notebook: Path, package_dir: Path | None = None) -> dict[st
     return closure(roots, package_dir)
 
 
-def notebook_files(notebook: Path, package_dir: Path | None = None) -> list[Path]:
-    """The files a notebook's results depend on: its modules, and the data manifest if it uses data."""
-    package_dir = package_dir or PACKAGE_DIR
-    modules = notebook_modules(notebook, package_dir)
+def _files_of(modules: dict[str, Path], package_dir: Path) -> list[Path]:
+    """The modules' files, and the data manifest if one of them is a data module."""
     files = list(modules.values())
     # The shipped data files are too large to hash on every run; the manifest holds their hashes.
     if any(m == "mlmlib.data" or m.startswith("mlmlib.data.") for m in modules):
@@ -185,13 +183,33 @@ def notebook_files(notebook: Path, package_dir: Path | None = None) -> list[Path
     return sorted(set(files))
 
 
+def _hash_files(h, files: list[Path], package_dir: Path) -> None:
+    """Feed each file, named relative to the package, and its bytes to the hash `h`."""
+    for path in files:
+        h.update(path.relative_to(package_dir).as_posix().encode() + b"\x00")
+        h.update(path.read_bytes() + b"\x00")
+
+
+def notebook_files(notebook: Path, package_dir: Path | None = None) -> list[Path]:
+    """The files a notebook's results depend on: its modules, and the data manifest if it uses data."""
+    package_dir = package_dir or PACKAGE_DIR
+    return _files_of(notebook_modules(notebook, package_dir), package_dir)
+
+
+def module_version(module: str, package_dir: Path | None = None) -> str:
+    """Digest of the files a module runs: its imports' closure (and the data manifest if it uses
+    data). A notebook that imports the module has it in its own code version."""
+    package_dir = package_dir or PACKAGE_DIR
+    h = hashlib.sha256()
+    _hash_files(h, _files_of(closure({module}, package_dir), package_dir), package_dir)
+    return h.hexdigest()[:16]
+
+
 def notebook_version(notebook: Path, package_dir: Path | None = None) -> str:
     """Digest of a notebook's files (named relative to the package) and its cells."""
     package_dir = package_dir or PACKAGE_DIR
     h = hashlib.sha256()
-    for path in notebook_files(notebook, package_dir):
-        h.update(path.relative_to(package_dir).as_posix().encode() + b"\x00")
-        h.update(path.read_bytes() + b"\x00")
+    _hash_files(h, notebook_files(notebook, package_dir), package_dir)
     for cell in notebook_cells(notebook):
         h.update(cell["cell_type"].encode())
         h.update("".join(cell["source"]).encode())

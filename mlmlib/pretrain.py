@@ -478,13 +478,7 @@ def pretrain(
                                        {"hook": hook_identity, **(identity or {})})
         state = ckpt.load_latest(checkpoint_dir, model, fingerprint)
         if state is not None:
-            optimizer.load_state_dict(state["optimizer"])
-            scheduler.load_state_dict(state["scheduler"])
-            sampler.load_state_dict(state["sampler"])
-            sample_gen.set_state(state["sample_rng"])
-            torch.set_rng_state(state["torch_rng"])
-            if cuda and state.get("cuda_rng") is not None:
-                torch.cuda.set_rng_state_all(state["cuda_rng"])
+            ckpt.restore_training_state(state, optimizer, scheduler, sampler, sample_rng=sample_gen)
             step, history, window = state["step"], state["history"], state["window"]
             if state.get("hook_state") is not None and hasattr(hook, "load_state_dict"):
                 hook.load_state_dict(state["hook_state"])
@@ -569,17 +563,12 @@ def pretrain(
             if accelerator.is_main_process:
                 window_state = {k: float(v) for k, v in window_sums.items()}
                 window_state |= {"_tokens": window_tokens, "_steps": window_steps}
-                ckpt.save(checkpoint_dir, step, accelerator.unwrap_model(objective).model, {
-                    "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(),
-                    "sampler": sampler.state_dict(),
-                    "sample_rng": sample_gen.get_state(),
-                    "torch_rng": torch.get_rng_state(),
-                    "cuda_rng": torch.cuda.get_rng_state_all() if cuda else None,
-                }, {"step": step, "fingerprint": fingerprint, "history": history,
-                    "hook_state": hook.state_dict() if hasattr(hook, "state_dict") else None,
-                    "window": window_state, "tokens_seen": tokens_seen,
-                    "wall_s": wall + time.perf_counter() - t_window})
+                ckpt.save(checkpoint_dir, step, accelerator.unwrap_model(objective).model,
+                          ckpt.training_state(optimizer, scheduler, sampler, sample_rng=sample_gen),
+                          {"step": step, "fingerprint": fingerprint, "history": history,
+                           "hook_state": hook.state_dict() if hasattr(hook, "state_dict") else None,
+                           "window": window_state, "tokens_seen": tokens_seen,
+                           "wall_s": wall + time.perf_counter() - t_window})
     if bar is not None:
         bar.close()
     model.eval()

@@ -82,8 +82,11 @@ def test_split_and_streaming_kwargs_are_honoured(root, mirrored):
     assert [r["sentence"] for r in streamed["test"]] == [f"test sentence {i}" for i in range(4)]
     with pytest.raises(HubUnavailableError, match="validation_matched"):
         hub.load_hub_dataset("task 'sst2'", "-", "nyu-mll/glue", "sst2", split="validation_matched")
-    with pytest.raises(ValueError, match="revision"):
-        hub.load_hub_dataset("task 'sst2'", "-", "nyu-mll/glue", "sst2", revision="main")
+    with pytest.raises(ValueError, match="data_dir"):
+        hub.load_hub_dataset("task 'sst2'", "-", "nyu-mll/glue", "sst2", data_dir="main")
+    # a revision says what a download reads: the mirror holds the copy downloaded at it
+    assert len(hub.load_hub_dataset("task 'sst2'", "-", "nyu-mll/glue", "sst2", split="validation",
+                                    revision="main")) == 6
     assert mirrored == []
 
 
@@ -183,7 +186,7 @@ def test_fill_writes_what_the_loaders_read(tmp_path, tokenizer, no_network, monk
 
     model = tiny_model(len(tokenizer))
     downloads = {AutoTokenizer: tokenizer, BertForMaskedLM: model}
-    monkeypatch.setattr(hub, "download_hub_dataset", lambda what, alt, path, config: sst2_copy())
+    monkeypatch.setattr(hub, "download_hub_dataset", lambda what, alt, path, config, revision: sst2_copy())
     monkeypatch.setattr(hub, "download_hub_pretrained", lambda what, alt, loader, name: downloads[loader.__self__])
     monkeypatch.setattr(vectors, "download_gensim", lambda name: tiny_vectors())
     plan = Plan("x", tmp_path / "x.yaml", "", [Run(
@@ -203,7 +206,8 @@ def test_fill_writes_what_the_loaders_read(tmp_path, tokenizer, no_network, monk
     assert no_network == []
 
     plan.runs[0].params["task"] = "imdb"  # now one fetch fails: it is reported, the exit code says so
-    monkeypatch.setattr(hub, "download_hub_dataset", lambda *a: (_ for _ in ()).throw(HubUnavailableError("off")))
+    monkeypatch.setattr(hub, "download_hub_dataset",
+                        lambda *a, **k: (_ for _ in ()).throw(HubUnavailableError("off")))
     assert mirror_cmd.mirror(plan, root) == 1
     out = capsys.readouterr().out
     assert "FAILED   dataset stanfordnlp/imdb" in out and "have     vectors glove-wiki-gigaword-300" in out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import lzma
+from dataclasses import dataclass
 from functools import cache
 
 from datasets import Dataset, DatasetDict, concatenate_datasets
@@ -13,13 +14,38 @@ from mlmlib.data.hub import load_hub_dataset
 from mlmlib.paths import EMBEDDED_DIR
 
 EMBEDDED_CORPORA = ("austen", "wordnet-glosses", "embedded-english")
-# name -> (hub path, config, text column); loaded with `datasets.load_dataset`.
+# Hub datasets whose default branch is a loading script (a .py file that the hub runs to build
+# the data): `datasets` 4 and later refuse to run any such script, whatever the caller allows,
+# so a corpus names a branch or commit of plain data files instead. Source -> the corpus to use.
+SCRIPT_SOURCES = {"Skylion007/openwebtext": "openwebtext"}
+# OpenWebText as plain parquet files, no script: the dataset owner's own conversion (93 files,
+# the whole 8,013,769 documents, its script deleted), pinned by commit. Not the hub's automatic
+# parquet export (revision "refs/convert/parquet"): for this dataset that export stops at a
+# "partial-train" split of ten files, a fraction of the corpus.
+OPENWEBTEXT_PARQUET = "cf22a3730519fbb9629cd35ddf1669bbfe9e2b97"
+
+
+@dataclass(frozen=True)
+class HubCorpus:
+    """A hub corpus that `datasets.load_dataset` reads from plain data files (no loading script)."""
+
+    path: str
+    config: str | None = None
+    column: str = "text"
+    revision: str | None = None  # a branch or commit of data files; None: the default branch
+
+    def __post_init__(self) -> None:
+        if self.path in SCRIPT_SOURCES and self.revision is None:
+            raise ValueError(f"{self.path}: its default branch is a dataset script, which datasets "
+                             "4 and later refuse; name a revision of plain data files")
+
+
 HUB_CORPORA = {
-    "wikitext-2": ("Salesforce/wikitext", "wikitext-2-raw-v1", "text"),
-    "wikitext-103": ("Salesforce/wikitext", "wikitext-103-raw-v1", "text"),
-    "openwebtext": ("Skylion007/openwebtext", None, "text"),
-    "wikipedia": ("wikimedia/wikipedia", "20231101.en", "text"),
-    "bookcorpus": ("bookcorpus/bookcorpus", None, "text"),
+    "wikitext-2": HubCorpus("Salesforce/wikitext", "wikitext-2-raw-v1"),
+    "wikitext-103": HubCorpus("Salesforce/wikitext", "wikitext-103-raw-v1"),
+    "openwebtext": HubCorpus("Skylion007/openwebtext", revision=OPENWEBTEXT_PARQUET),
+    "wikipedia": HubCorpus("wikimedia/wikipedia", "20231101.en"),
+    "bookcorpus": HubCorpus("bookcorpus/bookcorpus"),
 }
 # Synsets whose definition hashes to a bucket >= this are the wordnet-lexname test split; the
 # glosses corpus puts them in its validation split, so MLM pretraining never sees a test gloss.
@@ -80,16 +106,31 @@ def load_corpus(name: str = "embedded-english", **kwargs) -> DatasetDict:
     if name == "embedded-english":
         parts = [_austen(), _wordnet_glosses()]
         return DatasetDict({s: concatenate_datasets([p[s] for p in parts]) for s in ("train", "validation")})
-    if name in HUB_CORPORA:
-        return _hub_corpus(name, **kwargs)
+    check_corpus(name, "load_corpus: name")
+    return _hub_corpus(name, **kwargs)
+
+
+def check_corpus(name: str, parameter: str = "corpus") -> str:
+    """`name` if it is a known corpus; a ValueError naming `parameter` otherwise, and for a hub
+    dataset that only a loading script builds, the corpus to use instead."""
+    if name in EMBEDDED_CORPORA or name in HUB_CORPORA:
+        return name
+    if name in SCRIPT_SOURCES:
+        import datasets
+
+        raise ValueError(f"{parameter}={name!r}: this hub dataset is built by a loading script, which "
+                         f"datasets {datasets.__version__} refuses to run; use {parameter}="
+                         f"{SCRIPT_SOURCES[name]!r} instead (the same text as plain parquet files)")
     known = [*EMBEDDED_CORPORA, *HUB_CORPORA]
-    raise ValueError(f"load_corpus: name={name!r} is unknown; known corpora: {', '.join(known)}")
+    raise ValueError(f"{parameter}={name!r} is unknown; known corpora: {', '.join(known)}")
 
 
 def _hub_corpus(name: str, **kwargs):
     """Download a hub corpus (kwargs go to `datasets.load_dataset`, e.g. streaming=True) as `text` only."""
-    path, config, column = HUB_CORPORA[name]
-    data = load_hub_dataset(f"corpus {name!r}", 'corpus "embedded-english"', path, config, **kwargs)
+    source = HUB_CORPORA[name]
+    data = load_hub_dataset(f"corpus {name!r}", 'corpus "embedded-english"', source.path,
+                            source.config, revision=source.revision, **kwargs)
+    column = source.column
     data = data.select_columns([column])
     if column != "text":
         data = data.rename_column(column, "text")

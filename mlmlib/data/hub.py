@@ -150,12 +150,16 @@ def not_in_mirror(what: str, where: Path, detail: str = "") -> HubUnavailableErr
     )
 
 
-def load_hub_dataset(what: str, alternative: str, path: str, config: str | None = None, **kwargs):
-    """`datasets.load_dataset`, from the mirror when one is set, else after the offline check."""
+def load_hub_dataset(what: str, alternative: str, path: str, config: str | None = None,
+                     revision: str | None = None, **kwargs):
+    """`datasets.load_dataset`, from the mirror when one is set, else after the offline check.
+
+    `revision` (a branch or commit of the dataset) picks what is downloaded; a mirror holds the
+    copy that was downloaded at it, so it is not asked again there."""
     root = mirror_root()
     if root is not None:
         return _mirrored_dataset(what, mirror_dataset_dir(root, path, config), **kwargs)
-    return download_hub_dataset(what, alternative, path, config, **kwargs)
+    return download_hub_dataset(what, alternative, path, config, revision=revision, **kwargs)
 
 
 def _mirrored_dataset(what: str, folder: Path, split: str | None = None, streaming: bool = False, **kwargs):
@@ -178,11 +182,14 @@ def _mirrored_dataset(what: str, folder: Path, split: str | None = None, streami
     return data
 
 
-def download_hub_dataset(what: str, alternative: str, path: str, config: str | None = None, **kwargs):
+def download_hub_dataset(what: str, alternative: str, path: str, config: str | None = None,
+                         revision: str | None = None, **kwargs):
     """Call `datasets.load_dataset` after the offline check; a cache miss offline raises our message."""
     mode = require_hub(what, alternative)
     import datasets
 
+    if revision is not None:
+        kwargs["revision"] = revision
     try:
         return datasets.load_dataset(path, config, **kwargs)
     except (ConnectionError, FileNotFoundError, OSError, ValueError) as err:

@@ -25,6 +25,7 @@ class Resource:
     config: str | None = None  # a dataset's config
     parts: tuple[tuple[str, str], ...] = ()  # a model folder's parts: ("model"|"tokenizer", transformers class)
     why: str = ""  # what asks for it, for the listing
+    revision: str | None = None  # a dataset's branch or commit to download (None: the default)
 
     def target(self, root: Path) -> Path:
         """Its file or folder in a mirror at root."""

@@ -27,8 +27,9 @@ def hub_resources(p: RunParameters) -> list[Resource]:
             found.append(Resource("dataset", HUB_TASKS[task].path, HUB_TASKS[task].config, why=f"task {task}"))
     for corpus in p.named("corpus"):
         if corpus in HUB_CORPORA:
-            path, config, _ = HUB_CORPORA[corpus]
-            found.append(Resource("dataset", path, config, why=f"corpus {corpus}"))
+            source = HUB_CORPORA[corpus]
+            found.append(Resource("dataset", source.path, source.config, why=f"corpus {corpus}",
+                                  revision=source.revision))
     for name in [*p.named("base_model"), *p.fields_of(BaseModelConfig, "name")]:
         if is_hub_model(name):
             found.append(Resource("model", name, parts=(("model", "BertForMaskedLM"),), why="base model"))

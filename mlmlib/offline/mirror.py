@@ -74,7 +74,8 @@ def fetch(resource: Resource, root: Path) -> None:
     partial.parent.mkdir(parents=True, exist_ok=True)
     alternative = "nothing (the mirror command needs the network)"
     if resource.kind == "dataset":
-        data = hub.download_hub_dataset(resource.label, alternative, resource.name, resource.config)
+        data = hub.download_hub_dataset(resource.label, alternative, resource.name, resource.config,
+                                        revision=resource.revision)
         data.save_to_disk(str(partial))
     elif resource.kind == "model":
         import transformers

@@ -390,7 +390,8 @@ def sr_sentence_loss(
     orig = emb[input_ids].float() * keep.unsqueeze(-1)
     pred = orig.clone()
     e = expected_embeddings(logits, emb) if expected is None else expected
-    pred[masked] = e * keep[masked].unsqueeze(-1)
+    # under bf16 autocast the expected embeddings come out of their matmul in bf16
+    pred[masked] = e.to(pred.dtype) * keep[masked].unsqueeze(-1)
     # the sum is the mean up to a positive factor per sentence; the cosine does not see it
     cos = F.cosine_similarity(orig.sum(dim=1), pred.sum(dim=1), dim=-1)
     return (1.0 - cos[has_mask]).mean()
