@@ -332,11 +332,11 @@ def test_group_constants_are_the_generators():
     assert set(groups.MODELS) == set(dist.MODEL_LABELS)
 
 
-def test_setup_key_holds_every_field_but_the_threshold_and_the_seed_is_the_pages():
+def test_setup_key_holds_every_field_but_the_threshold_and_compile_and_the_seed_is_the_pages():
     setup = configs.build(dist.Setup, {"steps": 7, "lr": 1}, "setup")
     key = setup.key("mix")
     assert set(key) == ({"corpus", "pretrain_seed", "language_seed"} | set(configs.fields(dist.Setup))
-                        - {"loss_threshold"})
+                        - {"loss_threshold", "compile"})
     assert (key["steps"], key["lr"], key["pretrain_seed"], key["language_seed"]) == (7, 1, 0, 0)
     seeded = setup.with_pretrain_seed(4)
     assert seeded.key("mix") == {**key, "pretrain_seed": 4} and setup.pretrain_seed == 0

@@ -14,6 +14,9 @@ from itertools import pairwise
 
 # The fine-tuned arms; "cbow" and "cbow-frozen" start from the same word2vec vectors.
 MODELS = ("scratch", "with", "without", "shuffled", "cbow", "cbow-frozen")
+# PretrainConfig's precisions (mlmlib.pretrain.PRECISIONS; a test keeps them equal): checked here
+# without torch, when a plan is loaded.
+PRECISIONS = ("auto", "fp32", "bf16")
 # The generator's labelled test sets (mlmlib.data.synthetic.TEST_SETS; a test keeps them equal).
 TEST_SETS = ("A-D1", "B-D1", "A-D2", "B-D2")
 
@@ -58,6 +61,8 @@ class Setup:
     warmup_frac: float = 0.05     # (the paper: 0.1)
     weight_decay: float = 0.01    # (the paper: 0.001)
     beta2: float = 0.999          # (the paper: 0.98)
+    precision: str = "auto"       # "auto" (bf16 on a GPU that has it), "fp32" or "bf16"
+    compile: bool = False         # torch.compile the MLM step (speed only: not in the cache key)
     # The MLM must end below this loss (nats) to count as converged (the paper profile: 2.0). It
     # judges the model rather than making it: not part of the cache key.
     loss_threshold: float = 2.5
@@ -73,6 +78,10 @@ class Setup:
             raise ValueError(f"corpus_size ({self.corpus_size}) must be >= batch_size ({self.batch_size})")
         if not self.loss_threshold > 0:
             raise ValueError(f"loss_threshold must be a loss above 0 nats, got {self.loss_threshold}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if not isinstance(self.compile, bool):
+            raise ValueError(f"compile must be true or false, got {self.compile!r}")
 
     def with_pretrain_seed(self, seed: int) -> Setup:
         """A copy whose models are pretrained with `seed` (in the same language)."""
@@ -112,7 +121,8 @@ class Setup:
         return PretrainConfig(steps=self.steps, batch_size=self.batch_size, lr=self.lr,
                               warmup_frac=self.warmup_frac, weight_decay=self.weight_decay,
                               betas=(0.9, self.beta2), eps=1e-6, seed=self.pretrain_seed,
-                              log_every=max(1, self.steps // 40))
+                              log_every=max(1, self.steps // 40), precision=self.precision,
+                              compile=self.compile)
 
     def corpus(self, kind: str, lang=None):
         """The pretraining corpus `mix` or `shift` (the same draw for the MLM and for CBOW)."""
@@ -123,8 +133,9 @@ class Setup:
                                       seed=self.pretrain_seed + 1)
 
     def identity(self) -> dict:
-        """The fields that make a pretrained model: all but loss_threshold, which judges it."""
-        return {k: v for k, v in asdict(self).items() if k != "loss_threshold"}
+        """The fields that make a pretrained model: all but loss_threshold, which judges it, and
+        compile, which changes its speed only."""
+        return {k: v for k, v in asdict(self).items() if k not in ("loss_threshold", "compile")}
 
     def key(self, corpus: str) -> dict:
         """The cache key of the model pretrained on `corpus`: the corpus and `identity`."""

@@ -15,6 +15,8 @@ parameter groups (Setup, Sweep, CbowConfig) live in the torch-free `config` modu
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import math
 from pathlib import Path
@@ -93,24 +95,37 @@ def pretraining_seed(pretrain_seed: int, seed: int) -> int:
     return pretrain_seed
 
 
-def pretrain_mlm(setup: Setup, corpus: str, progress: bool | None = None) -> Path:
-    """Pretrain the MLM on `mix` or `shift` (or find it in the cache); return its folder."""
+def pretrain_mlm(setup: Setup, corpus: str, progress: bool | None = None, *, checkpoint_every: int = 0,
+                 checkpoint_dir: str | Path | None = None) -> Path:
+    """Pretrain the MLM on `mix` or `shift` (or find it in the cache); return its folder.
+
+    With `checkpoint_every` > 0 the training writes a resumable checkpoint every so many steps in
+    `checkpoint_dir`/mlm-<corpus> (the run's folder, which the runner keeps across restarts) and a
+    restarted run resumes there with the weights an uninterrupted run reaches. It says how a run
+    survives a preempting cluster, not what it trains: it stays out of the model's cache key.
+    """
     from mlmlib.models import bert_mlm, save_model
     from mlmlib.pretrain import pretrain
 
-    key = setup.key(corpus)
+    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
+        raise ValueError(f"checkpoint_every must be an int >= 0 (steps between resumable checkpoints; "
+                         f"0: none), got {checkpoint_every!r}")
+    if checkpoint_every and checkpoint_dir is None:
+        raise ValueError("checkpoint_every > 0 needs a checkpoint_dir (the run's folder)")
+    config = dataclasses.replace(setup.pretrain_config(), checkpoint_every=checkpoint_every)
+    resume_from = Path(checkpoint_dir) / f"mlm-{corpus}" if checkpoint_every else None
 
     def build(folder: Path) -> None:
         data = encode(setup.corpus(corpus), setup.n_sets)
         model = bert_mlm(setup.model_size(), seed=setup.pretrain_seed)
-        history = pretrain(model, data, setup.pretrain_config(),
+        history = pretrain(model, data, config,
                            mask_id=special_ids(setup.n_sets)["mask"],
                            replace_ids=torch.arange(2 * setup.n_sets),  # random tokens: never specials
-                           progress=progress)
+                           checkpoint_dir=resume_from, progress=progress)
         save_model(model, folder / "model")
         write_json(folder / "history.json", history)
 
-    return cache.cached(MLM_KIND, key, build, code_of=__name__, expect=MODEL_FILES)
+    return cache.cached(MLM_KIND, setup.key(corpus), build, code_of=__name__, expect=MODEL_FILES)
 
 
 def pretrained_dir(setup: Setup, corpus: str) -> Path:

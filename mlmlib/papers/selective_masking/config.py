@@ -121,10 +121,13 @@ class ContinuedMLM:
     # constant after `warmup_steps`, so its state at a dose is that of a run to that dose.
     doses: tuple[int, ...] = ()
     warmup_steps: int = 0
+    # Steps between resumable checkpoints of each arm's continued MLM in the run's folder (0:
+    # none): a run stopped by its machine (preempted, out of time) resumes from the last one.
+    checkpoint_every: int = 0
 
     def __post_init__(self) -> None:
         _positive(self, "steps", "batch_size")
-        _not_negative(self, "warmup_steps")
+        _not_negative(self, "warmup_steps", "checkpoint_every")
         _rate(self, "lr")
         if self.doses:
             check_doses(self.doses, self.steps)

@@ -23,9 +23,11 @@ checkpoint at step 30 of a 300-step run is not a 30-step run. The step itself is
 from __future__ import annotations
 
 import copy
+import json
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -33,17 +35,32 @@ import torch
 from mlmlib.papers.selective_masking.config import check_doses
 
 
-def chain(base_model, data: dict, config, doses, on_dose: Callable[[int, object], None], *,
+def chain(base_model, data: dict, config, doses, on_dose: Callable[[int, object], dict | None], *,
           mask_id: int, num_special: int, warmup_steps: int = 0, replace_ids=None,
-          progress: bool | None = False) -> list[dict]:
+          progress: bool | None = False, checkpoint_dir: Path | None = None,
+          identity: dict | None = None) -> list[dict]:
     """Continued MLM of a copy of `base_model` on `data` (with "mask_prob") to the last dose,
     calling `on_dose(dose, model)` (model in eval mode) at every dose, 0 included when listed.
 
     `config`: a `PretrainConfig` (mask split, batch size, lr, weight decay, grad clip, seed).
     `on_dose` may train other models: the random state the chain draws from is restored after
-    it, so what it does never changes the chain. Returns the training loss per dose.
+    it, so what it does never changes the chain. Returns a row per dose: the training loss and
+    what `on_dose` returned (a dict of JSON-able measurements, or None).
+
+    Resumable with `checkpoint_dir` and config.checkpoint_every > 0: a checkpoint every so many
+    steps and after each dose (with the rows so far), and a chain started again on the same
+    base, data, config and `identity` resumes from the newest one, to the same weights and rows
+    (`mlmlib.checkpoint`; any other checkpoint is set aside).
     """
-    from mlmlib.pretrain import BatchSampler, Objective, _batch, check_data, param_groups
+    from mlmlib import checkpoint as ckpt
+    from mlmlib.pretrain import (
+        RESUMABLE_FIELDS,
+        BatchSampler,
+        Objective,
+        _batch,
+        check_data,
+        param_groups,
+    )
 
     doses = check_doses(doses)
     config = replace(config, steps=doses[-1], whole_word="word_ids" in data)
@@ -62,7 +79,24 @@ def chain(base_model, data: dict, config, doses, on_dose: Callable[[int, object]
     objective = Objective(model, config)
     params = [p for g in optimizer.param_groups for p in g["params"]]
     step, out, window, t0 = 0, [], [], time.perf_counter()
+    resumable = checkpoint_dir is not None and config.checkpoint_every > 0
+    if resumable:
+        fingerprint = ckpt.fingerprint(config, model, data, RESUMABLE_FIELDS,
+                                       {"doses": list(doses), "warmup_steps": warm, **(identity or {})})
+        state = ckpt.load_latest(checkpoint_dir, model, fingerprint)
+        if state is not None:
+            ckpt.restore_training_state(state, optimizer, scheduler, sampler)
+            step, out, window = state["step"], state["rows"], state["window"]
+            t0 -= state["chain_s"]
+
+    def save() -> None:
+        ckpt.save(checkpoint_dir, step, model, ckpt.training_state(optimizer, scheduler, sampler),
+                  {"step": step, "fingerprint": fingerprint, "rows": out, "window": window,
+                   "chain_s": time.perf_counter() - t0})
+
     for dose in doses:
+        if any(row["dose"] == dose for row in out):  # measured before the chain was resumed
+            continue
         model.train()
         while step < dose:
             step += 1
@@ -84,13 +118,20 @@ def chain(base_model, data: dict, config, doses, on_dose: Callable[[int, object]
             if progress is not None and step % max(1, doses[-1] // 8) == 0:
                 print(f"step {step}/{doses[-1]} | loss {np.mean(window[-20:]):.4f} | "
                       f"{time.perf_counter() - t0:.0f} s", flush=True)
+            if resumable and step % config.checkpoint_every == 0:
+                save()
         model.eval()
         state = torch.get_rng_state()
-        on_dose(dose, model)
+        measured = on_dose(dose, model) or {}
         torch.set_rng_state(state)
-        out.append({"dose": dose, "train_loss": float(np.mean(window)) if window else float("nan"),
-                    "chain_s": time.perf_counter() - t0})
+        row = {"dose": dose, **measured,
+               "train_loss": float(np.mean(window)) if window else float("nan"),
+               "chain_s": time.perf_counter() - t0}
+        # a resumed chain's rows come back from JSON: the first run's rows take the same trip
+        out.append(json.loads(json.dumps(row, default=float)) if resumable else row)
         window = []
+        if resumable:
+            save()
     return out
 
 
@@ -179,7 +220,8 @@ def probe_scores(model, train: dict, test: dict, seed: int) -> dict:
 def run_doses(base_model, arms: dict, doses, pretrain_config, *, heldout: list[dict], few: dict,
               validation: dict, test: dict, finetune: dict, finetune_doses, seed: int,
               mask_id: int, num_special: int, warmup_steps: int = 0, replace_ids=None,
-              pooling: str = "mean", progress: bool | None = False) -> list[dict]:
+              pooling: str = "mean", progress: bool | None = False,
+              checkpoint_dir: Path | None = None) -> list[dict]:
     """One chain per continued arm; a row per (arm, word list, dose) with what it masks
     (`list_share`), the held-out masked-LM loss, the probe (trained on `few`) and, at
     `finetune_doses`, the fine-tuned classifiers: `finetuned`, label regime -> scores.
@@ -187,9 +229,11 @@ def run_doses(base_model, arms: dict, doses, pretrain_config, *, heldout: list[d
     `finetune`: label regime -> (training examples, `FinetuneConfig`).
 
     `arms`: (arm, word list) -> (mask data or None for the base, list share of masked tokens).
-    The base (dose 0) is measured once and shared by every arm's chain.
+    The base (dose 0) is measured once and shared by every arm's chain. With `checkpoint_dir`
+    and pretrain_config.checkpoint_every > 0 each chain is resumable, in a folder of its own
+    there (`chain`).
     """
-    from mlmlib.papers.selective_masking.experiment import finetune_arm
+    from mlmlib.papers.selective_masking.experiment import arm_folder, finetune_arm
 
     doses = check_doses(doses)
     finetune_doses = set(finetune_doses)
@@ -212,16 +256,13 @@ def run_doses(base_model, arms: dict, doses, pretrain_config, *, heldout: list[d
         if data is None:  # the base itself: dose 0 only
             rows.append(named | {"dose": 0} | base_row)
             continue
-        measured = {0: base_row} if doses[0] == 0 else {}
-
-        def on_dose(dose, model, measured=measured):
-            if dose:
-                measured[dose] = measure(model, dose)
-
-        for trained in chain(base_model, data, replace(pretrain_config, seed=seed), doses,
-                             on_dose, mask_id=mask_id, num_special=num_special,
-                             warmup_steps=warmup_steps, replace_ids=replace_ids, progress=progress):
-            dose = trained["dose"]
-            extra = {} if not dose else trained
-            rows.append(named | {"dose": dose} | measured[dose] | extra)
+        trained = chain(base_model, data, replace(pretrain_config, seed=seed), doses,
+                        lambda dose, model: measure(model, dose) if dose else None,
+                        mask_id=mask_id, num_special=num_special, warmup_steps=warmup_steps,
+                        replace_ids=replace_ids, progress=progress,
+                        checkpoint_dir=arm_folder(checkpoint_dir, "chain", arm, word_list),
+                        identity={"arm": arm, "word_list": word_list,
+                                  "finetune_doses": sorted(finetune_doses)})
+        for row in trained:
+            rows.append(named | row if row["dose"] else named | {"dose": 0} | base_row)
     return rows

@@ -318,11 +318,13 @@ def example_words(corpus: TokenizedCorpus, scores: TaskScores, maskings: dict[st
 
 
 def continued_mlm(base_model, masking: ArmMasking, config, *, mask_id: int, num_special: int,
-                  seed: int, cache_key: dict | None = None, progress: bool | None = None):
+                  seed: int, cache_key: dict | None = None, progress: bool | None = None,
+                  checkpoint_dir: Path | None = None):
     """A copy of the base model after continued MLM with the arm's masking; cached by `cache_key`.
 
     `config` is a `PretrainConfig` (its seed is replaced by `seed`, whole-word masking forced).
-    Returns (model, history); "none" returns the base model itself and an empty history.
+    Returns (model, history); "none" returns the base model itself and an empty history. With
+    `checkpoint_dir` and config.checkpoint_every > 0 the training is resumable from there.
     """
     import copy
 
@@ -335,8 +337,9 @@ def continued_mlm(base_model, masking: ArmMasking, config, *, mask_id: int, num_
 
     def build(folder: Path) -> None:
         model = copy.deepcopy(base_model)
+        resume = checkpoint_dir if config.checkpoint_every else None
         history = pretrain(model, masking.data, config, mask_id=mask_id, num_special=num_special,
-                           progress=progress)
+                           progress=progress, checkpoint_dir=resume)
         save_model(model, folder / "model")
         (folder / "history.json").write_text(json.dumps(history))
 
@@ -351,6 +354,14 @@ def continued_mlm(base_model, masking: ArmMasking, config, *, mask_id: int, num_
     folder = cache.cached("selective-mlm", key, build, code_of=__name__,
                           expect=(*saved_files(), "history.json"))
     return load_model(folder / "model"), json.loads((folder / "history.json").read_text())
+
+
+def arm_folder(checkpoint_dir: Path | None, kind: str, arm: str, word_list: str) -> Path | None:
+    """The folder of one (arm, word list)'s checkpoints inside `checkpoint_dir` (None: none)."""
+    if checkpoint_dir is None:
+        return None
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{kind}-{arm}-{word_list}")
+    return Path(checkpoint_dir) / name
 
 
 def majority_scores(labels) -> dict[str, float]:
@@ -461,12 +472,13 @@ def masking_overhead(model, maskings: dict[str, ArmMasking], config, *, mask_id:
 def run_arms(base_model, maskings: dict[tuple[str, str], ArmMasking], splits: dict[str, dict],
              pretrain_config, finetune_configs: dict, *, few_labels: int, seed: int, mask_id: int,
              num_special: int, cache_key: dict | None = None, progress: bool | None = None,
-             pooling: str = "mean") -> list[dict]:
+             pooling: str = "mean", checkpoint_dir: Path | None = None) -> list[dict]:
     """Continued MLM then fine-tuning for every (arm, word list), all with the same seed; rows of results.
 
     `splits`: "train", "validation", "test" task tensors. `finetune_configs`: label regime
     ("few", "all") -> FinetuneConfig; "few" trains on a seeded stratified subset of `few_labels`
     examples, the same for every arm of this seed. `pooling`: the classifier head ("mean", "cls").
+    `checkpoint_dir`: where each arm's continued MLM checkpoints (a folder per arm), or None.
     """
     bad = [r for r in finetune_configs if r not in LABEL_REGIMES]
     if bad or not finetune_configs:
@@ -476,9 +488,10 @@ def run_arms(base_model, maskings: dict[tuple[str, str], ArmMasking], splits: di
     rows = []
     for (arm, word_list), masking in maskings.items():
         t0 = time.perf_counter()
+        folder = arm_folder(checkpoint_dir, "mlm", arm, word_list)
         model, history = continued_mlm(base_model, masking, pretrain_config, mask_id=mask_id,
                                        num_special=num_special, seed=seed, cache_key=cache_key,
-                                       progress=progress)
+                                       progress=progress, checkpoint_dir=folder)
         mlm_s = time.perf_counter() - t0
         for regime, ft in finetune_configs.items():
             out = finetune_arm(model, few if regime == "few" else train, splits["validation"],

@@ -8,6 +8,7 @@ masking per (arm, word list), then `experiment.run_arms`.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -38,7 +39,8 @@ def pretrain_config(mlm: ContinuedMLM, target_rate: float):
     from mlmlib.pretrain import PretrainConfig
 
     return PretrainConfig(steps=mlm.steps, batch_size=mlm.batch_size, lr=mlm.lr,
-                          mask_rate=target_rate, whole_word=True, log_every=max(1, mlm.steps // 4))
+                          mask_rate=target_rate, whole_word=True, log_every=max(1, mlm.steps // 4),
+                          checkpoint_every=mlm.checkpoint_every)
 
 
 def finetune_configs(finetune: FineTuning) -> dict:
@@ -61,8 +63,15 @@ def _sized(split, size: int):
 
 def run_seed(task: str, word_lists: list[str], word_list_size: int, arms: list[str], seed: int, *,
              base: BaseModelConfig, masking: MaskingConfig, text: TaskText, mlm: ContinuedMLM,
-             finetune: FineTuning, progress: bool | None = False) -> SeedResult:
-    """Every arm for one seed, all from the same cached base; bad input fails before training."""
+             finetune: FineTuning, progress: bool | None = False,
+             checkpoint_dir: Path | None = None) -> SeedResult:
+    """Every arm for one seed, all from the same cached base; bad input fails before training.
+
+    With mlm.checkpoint_every > 0 each arm's continued MLM checkpoints in `checkpoint_dir` (the
+    run's folder) and a rerun of the seed resumes it there."""
+    if mlm.checkpoint_every and checkpoint_dir is None:
+        raise ValueError("mlm.checkpoint_every > 0 needs a checkpoint_dir (the run's folder)")
+    checkpoint_dir = checkpoint_dir if mlm.checkpoint_every else None
     from mlmlib import stats
     from mlmlib.basemodel import pretrained_base
     from mlmlib.data import load_task, load_vectors, task_splits
@@ -107,7 +116,8 @@ def run_seed(task: str, word_lists: list[str], word_list_size: int, arms: list[s
     if mlm.doses:  # a dose-response: nested chains, the probe at every dose
         rows, dose_rows = _dose_rows(base_model, tokenizer, maskings, splits, valid, corpus, listed,
                                      arms, pretraining, regimes, seed=seed, masking=masking,
-                                     text=text, mlm=mlm, finetune=finetune, progress=progress)
+                                     text=text, mlm=mlm, finetune=finetune, progress=progress,
+                                     checkpoint_dir=checkpoint_dir)
         named = {w.label: {"lexicon": w.name, "list_size": w.size} for w in lists}
         rows = [{**r, "task": task, **named.get(r["word_list"], {"lexicon": "-", "list_size": 0})}
                 for r in rows]
@@ -120,7 +130,8 @@ def run_seed(task: str, word_lists: list[str], word_list_size: int, arms: list[s
     rows = se.run_arms(base_model, maskings, splits, pretraining, regimes,
                        few_labels=finetune.few_labels, seed=seed,
                        mask_id=tokenizer.mask_token_id, num_special=first_word_id(tokenizer),
-                       cache_key=cache_key, progress=progress, pooling=finetune.pooling)
+                       cache_key=cache_key, progress=progress, pooling=finetune.pooling,
+                       checkpoint_dir=checkpoint_dir)
     named = {w.label: {"lexicon": w.name, "list_size": w.size} for w in lists}
     rows = [{**r, "task": task, **named.get(r["word_list"], {"lexicon": "-", "list_size": 0})}
             for r in rows]
@@ -131,7 +142,7 @@ def run_seed(task: str, word_lists: list[str], word_list_size: int, arms: list[s
 
 
 def _dose_rows(base_model, tokenizer, maskings, splits, valid, corpus, listed, arms, pretraining,
-               regimes, *, seed, masking, text, mlm, finetune, progress):
+               regimes, *, seed, masking, text, mlm, finetune, progress, checkpoint_dir=None):
     """The dose path of `run_seed`: every continued arm's chain read at `mlm.doses` (`dose`);
     returns (fine-tuned rows as `run_arms` gives them, one per arm at the top dose and `none` at
     0; the dose rows)."""
@@ -171,7 +182,7 @@ def _dose_rows(base_model, tokenizer, maskings, splits, valid, corpus, listed, a
         finetune={r: (few if r == "few" else train, c) for r, c in regimes.items()},
         finetune_doses={0, top} if "none" in arms else {top}, seed=seed, mask_id=tokenizer.mask_token_id,
         num_special=num_special, warmup_steps=mlm.warmup_steps, pooling=finetune.pooling,
-        progress=progress)
+        progress=progress, checkpoint_dir=checkpoint_dir)
     rows = []
     if "scratch" in arms:  # the floor: the same encoder never pretrained, fine-tuned once
         for regime, config in regimes.items():
