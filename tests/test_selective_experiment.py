@@ -398,3 +398,15 @@ def test_run_seed_runs_every_arm_at_tiny_size(tmp_path, monkeypatch):
     rates = {(r["arm"], r["word_list"]): r["rate"] for r in result.expected_rates}
     assert rates[("random", "-")] == 0.2 and rates[("exponential", "vader, 50 words")] == pytest.approx(0.2, abs=0.01)
     assert 0 < result.majority["majority_accuracy"] <= 1 and "4 arms" in result.summary
+
+
+def test_a_whole_word_list_missing_from_the_text_stops_and_a_sample_gets_a_note(capsys):
+    from mlmlib.papers.selective_masking.config import WordList
+    from mlmlib.papers.selective_masking.seed_run import check_list_in_text
+
+    with pytest.raises(ValueError, match="word_lists: no word of 'vader' occurs in the task's training text"):
+        check_list_in_text(WordList("vader"), ["good", "bad"], ["the", "film"])
+    check_list_in_text(WordList("vader", size=2), ["good", "bad"], ["the", "film"])
+    assert "No word of 'vader, 2 words' occurs" in capsys.readouterr().out
+    check_list_in_text(WordList("vader"), ["good", "bad"], ["a", "good", "film"])  # one word is enough
+    assert capsys.readouterr().out == ""

@@ -106,6 +106,7 @@ def run_seed(task: str, word_lists: list[str], word_list_size: int, arms: list[s
         glove = load_vectors(masking.vectors)
         for word_list in lists:
             scores, listed[word_list.label] = se.score_corpus(corpus, word_list, masking, glove)
+            check_list_in_text(word_list, listed[word_list.label], corpus.words)
             for arm, m in se.prepare_arms(specific, corpus, scores, masking, seed=seed,
                                           word_list=word_list).items():
                 maskings[(arm, word_list.label)] = m  # "vader", or "vader, 100 words"
@@ -141,6 +142,19 @@ def run_seed(task: str, word_lists: list[str], word_list_size: int, arms: list[s
                       majority=se.majority_scores(splits["test"]["labels"]), summary=summary)
 
 
+def check_list_in_text(word_list, words, text_words) -> None:
+    """A whole word list none of whose words occurs in the task's training text is bad input (no
+    masking can favour it): an error before any training. A small sample of a list may miss a
+    small text: a note, and its list share is 0 (C3's masking control says so)."""
+    if set(words) & set(text_words):
+        return
+    if not word_list.size:
+        raise ValueError(f"word_lists: no word of {word_list.name!r} occurs in the task's training text; "
+                         "no masking can favour it: choose a list of the task's domain")
+    print(f"No word of {word_list.label!r} occurs in the task's training text; its masking "  # noqa: T201
+          "cannot favour the list (C3's masking control will say so)")
+
+
 def _dose_rows(base_model, tokenizer, maskings, splits, valid, corpus, listed, arms, pretraining,
                regimes, *, seed, masking, text, mlm, finetune, progress, checkpoint_dir=None):
     """The dose path of `run_seed`: every continued arm's chain read at `mlm.doses` (`dose`);
@@ -154,9 +168,6 @@ def _dose_rows(base_model, tokenizer, maskings, splits, valid, corpus, listed, a
     for label, words in listed.items():  # the list words of the task's text
         words = set(words)
         in_list[label] = np.array([w in words for w in corpus.words])
-        if not in_list[label].any():  # a small sample may miss the text: the list share is 0
-            print(f"No word of {label!r} occurs in the task's training text; "  # noqa: T201
-                  "its masking cannot favour the list (C3's masking control will say so)")
     arms_in = {}
     for (arm, wl), m in maskings.items():
         if arm == "scratch":  # no encoder to read at a dose: fine-tuned below, from scratch
