@@ -63,8 +63,11 @@ $(CHROMIUM):
 	       "the browser tests will be skipped (set CHROMIUM=/path/to/chromium to use another)"; \
 	fi
 
+# Two pytest workers, a test file each at a time (--dist loadfile: a file's fixtures and files
+# stay in one process): most tests use one core, so the suite takes about 0.6 of a serial run.
+TEST_WORKERS ?= 2
 test: $(VENV)/.installed $(CHROMIUM)
-	$(PY) -m pytest -q -m "not rehearsal"
+	$(PY) -m pytest -q -m "not rehearsal" -n $(TEST_WORKERS) --dist loadfile
 
 # The paper and cpu plans, every entry at tiny size, offline, through the real notebooks: run it
 # before spending GPU (or hours of CPU) time on a changed plan. CI runs it after `make test`.

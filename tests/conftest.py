@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
 
 import pytest
+
+
+def pytest_configure(config):
+    """Under `pytest -n 2` (make test) each worker trains on one torch thread: two workers with
+    two threads each on two cores stall one another. The batches tests start set their own."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch
+
+        torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session", autouse=True)
