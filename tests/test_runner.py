@@ -443,3 +443,19 @@ def test_git_sha_is_dirty_for_changed_code_not_for_changed_run_outputs(tmp_path,
     assert runner.git_sha() == clean  # a batch rewriting committed records stays clean
     (tmp_path / "code.py").write_text("x = 2\n")
     assert runner.git_sha() == clean + "-dirty"
+
+
+def test_records_of_runs_the_plan_dropped_are_removed_before_a_batch(project):
+    """A summary reads its notebooks' whole folders: a run dropped from the plan must not stay."""
+    root, write_plan = project
+    write_plan("notebooks:\n  - notebook: toy\n    grid: {x: [1, 2, 3]}\n")
+    assert _cli(root, "run", "--profile", "p").returncode == 0
+    folder = root / "book" / "runs" / "p" / "toy"
+    write_plan("notebooks:\n  - notebook: toy\n    grid: {x: [1, 2]}\n")
+    dry = _cli(root, "run", "--profile", "p", "--dry-run")  # a dry run removes nothing
+    assert dry.returncode == 0 and (folder / "x-3.json").exists()
+    again = _cli(root, "run", "--profile", "p")
+    assert again.returncode == 0 and "2 skipped" in again.stdout
+    assert "removing the record toy/x-3" in again.stdout
+    assert sorted(p.name for p in folder.glob("x-*")) == ["x-1.ipynb", "x-1.json", "x-2.ipynb",
+                                                          "x-2.json"]

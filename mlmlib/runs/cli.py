@@ -121,7 +121,7 @@ def _run(args, prepare_rehearsal=None) -> int:
     """Validate the plan, then execute it and summarise failures."""
     from mlmlib.runs.executors import ExecutorError, run_with_executor
     from mlmlib.runs.plans import REHEARSAL, rehearsed_profile
-    from mlmlib.runs.runner import run_plan
+    from mlmlib.runs.runner import remove_unplanned_records, run_plan
 
     profile = args.profile
     if args.rehearse and not profile.endswith(REHEARSAL):
@@ -151,6 +151,7 @@ def _run(args, prepare_rehearsal=None) -> int:
                   "builds; run it that way", file=sys.stderr)
             return 2
         prepare_rehearsal(plan)
+    remove_unplanned_records(plan)
     if options.executor == "serial":
         report = run_plan(plan, force=args.force)
     else:

@@ -141,6 +141,26 @@ def record_path(profile: str, run: Run) -> Path:
     return runs_dir(profile) / run.notebook / f"{run.slug}.json"
 
 
+def remove_unplanned_records(plan: Plan, log=print) -> list[str]:
+    """Remove the records (and executed notebooks) of the batch's notebooks whose run ids the
+    whole plan no longer has (a seed or grid point dropped from it); return those run ids.
+
+    A summary reads every record of its notebooks' folders, so a leftover of an older plan
+    would mix into its claims while its key, built from the plan's runs, never saw it.
+    """
+    planned = {run_name(r) for r in load_plan(plan.profile).runs}
+    removed = []
+    for notebook in sorted({r.notebook for r in plan.runs}):
+        for path in sorted((runs_dir(plan.profile) / notebook).glob("*.json")):
+            name = f"{notebook}/{path.stem}"
+            if name not in planned and not path.name.startswith("."):
+                log(f"removing the record {name}: the plan has no such run any more")
+                path.unlink()
+                path.with_suffix(".ipynb").unlink(missing_ok=True)
+                removed.append(name)
+    return removed
+
+
 def run_plan(plan: Plan, force: bool = False, log=print) -> BatchReport:
     """Execute every run of a plan in order; a failure is kept aside and the batch goes on."""
     report = BatchReport()
