@@ -43,8 +43,9 @@ class SyntheticSetup:
     embedding_size: int | None = None  # factorised embeddings, None: hidden (ELECTRA-small: 128)
     generator_fraction: float = 0.25   # the generator's width over the discriminator's (ELECTRA)
     dropout: float = 0.0          # (ELECTRA: 0.1)
-    # pretraining steps per arm (ELECTRA-small: 1M). The smoke's 200 prove the pipeline only:
-    # the generator is still copying; it samples synonyms from about 1,500 (the cpu plan's)
+    # pretraining steps per arm (ELECTRA-small: 1M). 200 prove the pipeline only: the
+    # generator is still copying. A half-width generator samples synonyms from about 1,500 (the
+    # smoke plan's); the discriminator flags replacements from several thousand (cpu: 8,000)
     steps: int = 200
     batch_size: int = 64          # (ELECTRA-small: 128)
     lr: float = 2e-3              # (ELECTRA-small: 5e-4)
