@@ -272,9 +272,9 @@ def c2_accuracy(records: pd.DataFrame) -> pd.DataFrame:
     return rows.pivot_table(index="seed", columns="arm", values="accuracy")
 
 
-for _arm in ("scratch", "none", "random", "exponential"):
+for _arm in ("none", "random", "exponential"):
     quantity(f"c2_{_arm}", "C2_selective_mlm", "metrics.rows[*].accuracy",
-             f"the {_arm} arm's test accuracy, mean and 95% interval over seeds"
+             f"the {_arm} arm's test accuracy at the top dose, mean and 95% interval over seeds"
              )(lambda records, arm=_arm: interval(c2_accuracy(records)[arm]))
 
 
@@ -287,16 +287,8 @@ def _(records):
 @quantity("c2_seed_range", "C2_selective_mlm", "metrics.rows[*].accuracy",
           "the pretrained arms' test accuracy, lowest to highest single seed")
 def _(records):
-    acc = c2_accuracy(records).drop(columns="scratch")
+    acc = c2_accuracy(records).drop(columns="scratch", errors="ignore")
     return span(num(acc.min().min()), num(acc.max().max()))
-
-
-@quantity("c2_over_scratch", "C2_selective_mlm", "metrics.rows[*].accuracy",
-          "how far the pretrained arms' mean accuracy lies above scratch's (range over arms)")
-def _(records):
-    means = c2_accuracy(records).mean()
-    gain = means.drop("scratch") - means["scratch"]
-    return span(num(gain.min()), num(gain.max()))
 
 
 @quantity("c2_paired_sd", "C2_selective_mlm", "metrics.rows[*].accuracy",
@@ -384,3 +376,57 @@ def _(records):
     runs = [f"{nb} {span(minutes(t['min']), minutes(t['max']))}"
             + (f" ({int(t['count'])} runs)" if t["count"] > 1 else "") for nb, t in times.iterrows()]
     return "; ".join(runs)
+
+
+# ----------------------------------------------------------------------------------------------
+# Paper C (cpu): the dose-response of C2 (MiniLM) and of C4 (the synthetic analogue)
+
+
+def dose_values(records: pd.DataFrame, field: str, arm: str, dose: str) -> pd.Series:
+    """One value per seed of `field` in the `dose_rows` of `arm` at dose 0 ("base") or at the
+    records' top dose ("top")."""
+    rows = explode_rows(records, "dose_rows", keep=["run_id"])
+    at = 0 if dose == "base" else rows["dose"].max()
+    rows = rows[(rows["arm"] == arm) & (rows["dose"] == at)]
+    if rows.empty or rows[field].isna().all():
+        raise ValueError(f"no {field} of {arm} at dose {at}")
+    return rows.groupby("run_id")[field].mean()
+
+
+DOSE_FIELDS = {"share": ("list_share", "the list words' share of the masked tokens"),
+               "loss": ("heldout_loss", "the masked-LM loss on held-out text (one fixed masking)"),
+               "probe": ("probe_accuracy", "the probe's test accuracy on frozen features"),
+               "acc": ("accuracy", "the few-label fine-tuned test accuracy")}
+DOSE_QUANTITIES = {  # (testbed, field): the (arm, dose) points a page quotes
+    ("c2", "share"): [("random", "top"), ("exponential", "top")],
+    ("c2", "loss"): [("random", "base"), ("random", "top"), ("exponential", "top")],
+    ("c2", "probe"): [("random", "base"), ("random", "top"), ("exponential", "top")],
+    ("c4", "share"): [("random", "top"), ("exponential", "top")],
+    ("c4", "loss"): [("random", "base"), ("random", "top"), ("exponential", "top")],
+    ("c4", "acc"): [("random", "base"), ("random", "top"), ("exponential", "top")],
+}
+DOSE_NOTEBOOKS = {"c2": "C2_selective_mlm", "c4": "C4_synthetic_selective"}
+
+
+def _dose_text(field: str, arm: str, dose: str, share: bool) -> Callable[[pd.DataFrame], str]:
+    def compute(records):
+        values = dose_values(records, field, arm, dose)
+        return num(values.mean()) if share else interval(values)
+    return compute
+
+
+for (_bed, _what), _points in DOSE_QUANTITIES.items():
+    _field, _meaning = DOSE_FIELDS[_what]
+    for _arm, _dose in _points:
+        _name = f"{_bed}_{_what}_{'base' if _dose == 'base' else _arm}"
+        _where = "the base (dose 0)" if _dose == "base" else f"the {_arm} arm at the top dose"
+        quantity(_name, DOSE_NOTEBOOKS[_bed], f"metrics.dose_rows[*].{_field}",
+                 f"{_meaning}: {_where}, " + ("mean over seeds" if _what == "share"
+                                              else "mean and 95% interval over seeds")
+                 )(_dose_text(_field, _arm, _dose, _what == "share"))
+
+
+@quantity("c4_majority", "C4_synthetic_selective", "metrics.majority_accuracy",
+          "the synthetic task's majority-class accuracy, mean over languages")
+def _(records):
+    return num(records["majority_accuracy"].mean())
