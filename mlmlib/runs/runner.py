@@ -149,15 +149,15 @@ def remove_unplanned_records(plan: Plan, log=print) -> list[str]:
     would mix into its claims while its key, built from the plan's runs, never saw it.
     """
     planned = {run_name(r) for r in load_plan(plan.profile).runs}
+    notebooks = {r.notebook for r in plan.runs}
     removed = []
-    for notebook in sorted({r.notebook for r in plan.runs}):
-        for path in sorted((runs_dir(plan.profile) / notebook).glob("*.json")):
-            name = f"{notebook}/{path.stem}"
-            if name not in planned and not path.name.startswith("."):
-                log(f"removing the record {name}: the plan has no such run any more")
-                path.unlink()
-                path.with_suffix(".ipynb").unlink(missing_ok=True)
-                removed.append(name)
+    for path in record_paths(plan.profile):
+        name = f"{path.parent.name}/{path.stem}"
+        if path.parent.name in notebooks and name not in planned:
+            log(f"removing the record {name}: the plan has no such run any more")
+            path.unlink()
+            path.with_suffix(".ipynb").unlink(missing_ok=True)
+            removed.append(name)
     return removed
 
 
