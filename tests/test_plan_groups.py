@@ -115,6 +115,22 @@ def test_the_notebook_gets_the_group_and_the_record_every_field(project):
                                          "widths": [8, 16]}
 
 
+def test_a_fresh_run_page_shows_the_group_resolved_as_its_record_holds_it(project):
+    # a group the plan leaves out: the notebook's own cells say `setup = {}`, the record every field
+    _plan(project, "notebooks:\n  - notebook: toy\n    params: {seed: 3}\n    timeout: 120\n")
+    plan = load_plan("p")
+    assert runner.run_plan(plan, log=lambda *_: None).ok
+    path = runner.record_path("p", plan.runs[0])
+    record = json.loads(path.read_text())
+    page = nbformat.read(path.with_suffix(".ipynb"), as_version=4)
+    shown = [c.source for c in page.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    namespace: dict = {}
+    exec(shown[0], namespace)
+    assert namespace["setup"] == record["params"]["setup"] == {
+        "steps": 10, "lr": 0.001, "corpus": "embedded-english", "widths": [8, 16]}
+    assert namespace["seed"] == 3
+
+
 def test_a_rehearsal_shrinks_numbers_inside_a_group_and_nothing_else(project):
     _plan(project, "notebooks:\n  - notebook: toy\n    params: {setup: {steps: 3000, corpus: shift}}\n")
     overlay = project / "notebooks" / "plans" / "rehearse" / "p.yaml"

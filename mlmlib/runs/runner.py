@@ -307,7 +307,7 @@ def _execute(profile: str, run: Run, key: str, version: str, log=print) -> None:
                 config=kernel_config(), kernel_manager_class=QuietShutdownKernelManager,
             )
         metrics = records.read_metrics(folder)
-        _tidy_for_the_book(tmp_nb)
+        _tidy_for_the_book(tmp_nb, _full_params(run))
     except BaseException as exc:
         failed_dir.mkdir(parents=True, exist_ok=True)
         if tmp_nb.exists():
@@ -368,13 +368,14 @@ def _last_line(path: Path, limit: int = 160) -> str:
     return lines[-1][:limit] if lines else ""
 
 
-def _tidy_for_the_book(path: Path) -> None:
-    """Show the parameters the run used (all of them, visible), remove the template's defaults
-    from the page and drop local paths from the metadata; `scripts/tidy_pages.py` re-tidies
-    committed pages with the same function (mlmlib.runs.pages.tidy_page)."""
+def _tidy_for_the_book(path: Path, params: dict) -> None:
+    """Show the parameters the run used (`params`, as its record holds them: every group
+    resolved to every field), remove the template's defaults from the page and drop local paths
+    from the metadata; `scripts/tidy_pages.py` re-tidies committed pages with the same function
+    (mlmlib.runs.pages.tidy_page)."""
     from mlmlib.runs.pages import tidy_page
 
-    tidy_page(path)
+    tidy_page(path, params)
 
 
 def _remove_temporaries(folder: Path) -> None:
