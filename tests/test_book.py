@@ -38,6 +38,9 @@ def test_test_profile_runs_and_book_renders_with_figures(tmp_path):
     records = load_records("test", root=ROOT)
     assert sorted(records["run_id"]) == sorted(f"{r.notebook}/{r.slug}" for r in plan.runs)
     assert records["code_version"].str.len().eq(16).all()
+    # the run report reads its own profile only (the committed cpu records sit beside these)
+    report = records.set_index("notebook").loc["runs_report"]
+    assert report["runs"] == len(records) - 1 and list(report["wall_time_s_by_profile"]) == ["test"]
 
     # the measured values: well-formed, from the vocabulary, and consistent with their inputs
     a1 = records.set_index("notebook").loc["A1_synthetic_data"]
