@@ -55,9 +55,12 @@ def test_every_quantity_renders_from_the_committed_cpu_records():
 
 def test_known_values_of_the_committed_records():
     values = pn.render_all(ROOT)
-    # the discriminator of B1's cpu records calls every token "original"
-    assert values["b1_disc_replaced"] == "0.000"
-    assert values["b1_disc_original"] == "1.000"
+    # B1's uncorrected discriminator flags replaced tokens at each of its three checkpoints
+    flags = values["b1_disc_replaced"].split(" at steps ")[0].split(" / ")
+    assert len(flags) == 3 and min(float(f) for f in flags) >= 0.3, values["b1_disc_replaced"]
+    # B4: three languages; no false negatives where synonyms never share a context
+    assert values["b4_runs"] == "3"
+    assert values["b4_fn_shift"].startswith("0.000 ")
     assert values["c2_majority"] == "0.658"
 
 
