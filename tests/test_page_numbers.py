@@ -128,3 +128,12 @@ def test_the_generated_config_carries_every_quantity(tmp_path):
     assert parse["myst_enable_extensions"].count("substitution") == 1
     assert set(original["parse"]["myst_enable_extensions"]) <= set(parse["myst_enable_extensions"])
     assert set(parse["myst_substitutions"]) == set(pn.QUANTITIES)
+
+
+def test_the_b4_page_numbers_read_the_windows_the_claims_read():
+    """The runs package repeats the claims' LAST_WINDOWS (it imports no paper code): the two
+    must agree, or a page would quote a control over other windows than its verdict."""
+    from mlmlib.papers.true_negatives import claims
+    from mlmlib.runs import page_quantities
+
+    assert page_quantities.LAST_WINDOWS == claims.LAST_WINDOWS

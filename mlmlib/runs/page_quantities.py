@@ -7,7 +7,6 @@ from collections.abc import Callable
 import pandas as pd
 
 from mlmlib.runs.page_quantity import hours, interval, minutes, num, pct, quantity, span
-from mlmlib.papers.true_negatives import synthetic_claims
 from mlmlib.runs.records import explode_rows
 from mlmlib.stats import mean_ci
 
@@ -391,6 +390,10 @@ def _(records):
 # seed), the claims' own readers (last logging windows, the held-out probe), then over runs.
 
 B4 = "B4_synthetic_true_negatives"
+# The claims' controls read each run's last two logging windows (LAST_WINDOWS in
+# mlmlib/papers/true_negatives/claims.py); the runs package imports no paper code, so the
+# number is repeated here and tests/test_page_numbers.py holds the two equal.
+LAST_WINDOWS = 2
 
 
 def b4_per_run(records: pd.DataFrame, section: str, arm: str, corpus: str, column: str,
@@ -400,7 +403,7 @@ def b4_per_run(records: pd.DataFrame, section: str, arm: str, corpus: str, colum
     rows = explode_rows(records, section, keep=["run_id"])
     rows = rows[(rows["arm"] == arm) & (rows["corpus"] == corpus)]
     if last_windows:
-        rows = rows.sort_values("step").groupby("run_id").tail(synthetic_claims.LAST_WINDOWS)
+        rows = rows.sort_values("step").groupby("run_id").tail(LAST_WINDOWS)
     if rows.empty or rows[column].isna().all():
         raise ValueError(f"no {column} of {arm} on {corpus}")
     return rows.groupby("run_id")[column].mean()
