@@ -58,9 +58,12 @@ def test_known_values_of_the_committed_records():
     # B1's uncorrected discriminator flags replaced tokens at each of its three checkpoints
     flags = values["b1_disc_replaced"].split(" at steps ")[0].split(" / ")
     assert len(flags) == 3 and min(float(f) for f in flags) >= 0.3, values["b1_disc_replaced"]
-    # B4: three languages; no false negatives where synonyms never share a context
+    # B4: three languages; false negatives on `mix` and almost none where synonyms never share
+    # a context; the uncorrected discriminator passes its control (0.5) on true replacements
     assert values["b4_runs"] == "3"
-    assert values["b4_fn_shift"].startswith("0.000 ")
+    assert float(values["b4_fn_mix"].split()[0]) >= 0.2, values["b4_fn_mix"]
+    assert float(values["b4_fn_shift"].split()[0]) < 0.01, values["b4_fn_shift"]
+    assert float(values["b4_flag_true"].split()[0]) >= 0.5, values["b4_flag_true"]
     assert values["c2_majority"] == "0.658"
 
 
