@@ -138,6 +138,16 @@ def test_a_group_default_is_the_smoke_value():
         assert not flat, f"{name}: (default, smoke) {flat}"
 
 
+@pytest.mark.parametrize("path", [p for p in TEMPLATES if "profile" in notebook_parameters(str(p))],
+                         ids=lambda p: p.stem)
+def test_a_page_reading_records_defaults_to_records_that_ship(path):
+    """Run top to bottom in JupyterLab from a fresh clone, a page that reads a profile's records
+    finds them: its default `profile` is one whose records are committed with the book."""
+    profile = notebook_parameters(str(path))["profile"]
+    shipped = ROOT / "book" / "runs" / profile
+    assert any(shipped.rglob("*.json")), f"{path.name}: profile = {profile!r}, but no records ship in {shipped}"
+
+
 def test_every_template_runs_in_smoke_and_test_profiles():
     for profile in ("smoke", "test"):
         used = {r.notebook for r in load_plan(profile).runs}
