@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from mlmlib import cache
+from mlmlib import atomic, cache
 
 HERE = "tests.test_cache"  # code_of: this module belongs to no paper (core digest only)
 
@@ -59,8 +59,11 @@ def test_damaged_entry_is_set_aside_and_rebuilt(tmp_path, monkeypatch, capsys):
 def test_leftovers_of_killed_builds_are_removed(tmp_path, monkeypatch):
     monkeypatch.setenv("MLMLIB_WORK", str(tmp_path))
     final = cache.artifact_dir("model", {"size": 5}, code_of=HERE)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    # A PID no process can hold: Linux caps pid_max at 2**22 (PIDs stay below it), macOS and
+    # BSD at 99999. Not the PID of a child that just exited: another process (a second pytest
+    # worker's) may get that PID again at once, and the leftover would then rightly be kept.
+    dead = 2**22
+    assert not atomic.pid_alive(dead)
     leftover = final.with_name(f".{final.name}.{socket.gethostname()}.{dead}.tmp")
     leftover.mkdir(parents=True)
     cache.cached("model", {"size": 5}, lambda f: (f / "w").write_text("w"), code_of=HERE)
