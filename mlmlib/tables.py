@@ -10,7 +10,8 @@ import pandas as pd
 
 from mlmlib.verdicts import interval_text
 
-CONTROL_COLUMNS = ["claim", "kind", "name", "measured", "op", "threshold", "passed"]
+CONTROL_COLUMNS = ["claim", "kind", "name", "measured", "low", "high", "n", "unit", "op", "threshold",
+                   "judged_on", "status"]
 
 
 def with_interval(table: pd.DataFrame, mean: str, low: str, high: str, n: str,
@@ -29,7 +30,8 @@ def with_interval(table: pd.DataFrame, mean: str, low: str, high: str, n: str,
 
 
 def controls_table(scorecard: list[dict]) -> pd.DataFrame:
-    """One row per positive control of each scorecard row: what was measured against what."""
+    """One row per positive control of each scorecard row: its interval over its blocks, the end it
+    was judged on against the threshold, and its status (passed, failed, not measured)."""
     return pd.DataFrame([{"claim": r["claim"], **c} for r in scorecard for c in r["controls"]],
                         columns=CONTROL_COLUMNS)
 

@@ -2,7 +2,8 @@
 
 A claim's verdict is computed from the 95% interval of its difference (`mlmlib.stats`), never
 typed: reproduced, contradicted, equivalent within ±delta, insensitive (a declared positive
-control failed, so the experiment could not have shown the effect) or not resolved. The summary
+control failed, so the experiment could not have shown the effect), not resolved, or not
+measured (the difference, or a control the claim declares, has no interval). The summary
 notebooks turn records into claim rows with `card`; the book builds its scorecard from them.
 Only summary code imports this module, so an edit here reruns the summaries, not the training.
 """
@@ -24,7 +25,11 @@ CONTRADICTED = "contradicted"
 EQUIVALENT = "equivalent within ±delta"
 INSENSITIVE = "insensitive"  # a positive control failed: the experiment could not have shown the effect
 NOT_RESOLVED = "not resolved"
-VERDICTS = (REPRODUCED, CONTRADICTED, EQUIVALENT, INSENSITIVE, NOT_RESOLVED)
+NOT_MEASURED = "not measured"  # no interval: the claim's arms, or one of its controls, were not run
+VERDICTS = (REPRODUCED, CONTRADICTED, EQUIVALENT, INSENSITIVE, NOT_RESOLVED, NOT_MEASURED)
+# The verdicts an interval gives by itself: a claim with a failed control, a control without an
+# interval or an arm at its majority class never gets one of these (`decide`).
+JUDGED = (REPRODUCED, CONTRADICTED, EQUIVALENT)
 
 # A verdict needs at least this many values per interval: with two seeds whose differences
 # happen to be equal (accuracies on a few hundred examples often are), the interval has width 0.
@@ -50,6 +55,8 @@ def verdict(diff: Interval, direction: str = "greater", delta: float | None = No
         raise ValueError(f"delta={delta!r}: the equivalence margin must be above 0")
     if direction in ("at_most", "equivalent") and delta is None:
         raise ValueError(f"direction={direction!r} needs a margin delta")
+    if not diff.n:
+        return NOT_MEASURED
     if diff.n < MIN_SEEDS or not np.isfinite([diff.low, diff.high]).all():
         return NOT_RESOLVED
     inside = delta is not None and -delta < diff.low and diff.high < delta
@@ -147,8 +154,9 @@ def verdict_apart(a: Interval, b: Interval, direction: str = "greater") -> str:
 def combine(verdicts) -> str:
     """One verdict from the conditions a claim needs together.
 
-    All reproduced: reproduced. Any contradicted: contradicted. All equivalent: equivalent.
-    Else any insensitive: insensitive. Anything else, and no conditions at all: not resolved.
+    Any insensitive: insensitive (a failed control leaves no exception). Else any not measured:
+    not measured. All reproduced: reproduced. Any contradicted: contradicted. All equivalent:
+    equivalent. Anything else, and no conditions at all: not resolved.
     """
     verdicts = list(verdicts)
     for v in verdicts:
@@ -156,14 +164,15 @@ def combine(verdicts) -> str:
             raise ValueError(f"unknown verdict {v!r}; verdicts: {VERDICTS}")
     if not verdicts:
         return NOT_RESOLVED
+    for first in (INSENSITIVE, NOT_MEASURED):
+        if first in verdicts:
+            return first
     if all(v == REPRODUCED for v in verdicts):
         return REPRODUCED
     if any(v == CONTRADICTED for v in verdicts):
         return CONTRADICTED
     if all(v == EQUIVALENT for v in verdicts):
         return EQUIVALENT
-    if any(v == INSENSITIVE for v in verdicts):
-        return INSENSITIVE
     return NOT_RESOLVED
 
 
@@ -175,40 +184,79 @@ def learned(accuracy: float, prior: float, margin: float = LEARNED_MARGIN) -> bo
 # ---------------------------------------------------------------- positive controls
 # A null or "equivalent" result means something only if the experiment could have shown the
 # effect (assay sensitivity, as equivalence trials require). Every claim declares controls of two
-# kinds, each a measured value against a stated threshold; a failed one makes the verdict
-# INSENSITIVE, unless the interval already cleared zero (which shows sensitivity by itself).
+# kinds, each a measured interval against a stated threshold. A control is judged on the near end
+# of its 95% interval (the low end for ">=" and ">", the high end for "<=" and "<"), never on a
+# mean; one with fewer than MIN_SEEDS blocks behind its interval is "not measured". A failed
+# control makes the claim INSENSITIVE whatever its own interval says, with no exception.
 TOOK = "manipulation took"      # the intervention did what it is supposed to do
 EXISTS = "effect exists"        # there is an effect for the claim to explain or compare
 CONTROL_KINDS = (TOOK, EXISTS)
+PASSED = "passed"
+FAILED = "failed"
+UNMEASURED = "not measured"
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+# Where a control's threshold comes from: the paper's own figure, or a principle the page states.
+# A threshold read off a pilot of the same testbed is a control tuned to pass, and is refused.
+THRESHOLD_SOURCES = ("paper", "principle")
 
 
 class ControlError(ValueError):
     """A claim without a declared control, a control without its measurement, a bad threshold."""
 
 
-def control(claim: str, name: str, kind: str, measured, threshold: float, op: str = ">=",
-            bounds: tuple[float, float] = (-math.inf, math.inf), field: str = "") -> dict:
-    """One positive control of `claim`: `measured` (read from record `field`) `op` `threshold`.
+def exact(value: float, n: int) -> Interval:
+    """A quantity with no spread over its n blocks, as an interval of zero width: a property of the
+    judged interval itself (its half-width) or of the design (a count every block shares)."""
+    value = float(value) if value is not None else math.nan
+    return Interval(value, value, value, int(n))
 
-    `bounds` is the range a meaningful threshold lies in (an accuracy's [0, 1]); a threshold outside
-    it, an unknown kind or operator, or a missing measurement stops with an error naming the claim,
-    the control and the record field, never a silent pass.
+
+def control(claim: str, name: str, kind: str, measured: Interval | None, threshold: float,
+            op: str = ">=", bounds: tuple[float, float] = (-math.inf, math.inf), field: str = "",
+            unit: str = "", source: str = "principle") -> dict:
+    """One positive control of `claim`: the near end of `measured`'s 95% interval `op` `threshold`.
+
+    `measured` is an Interval over `unit` (languages, seeds; its n blocks), read from record
+    `field`; fewer than MIN_SEEDS blocks make the control "not measured" (and the claim with it).
+    `bounds` is the range a meaningful threshold lies in (an accuracy's [0, 1]); `source` where
+    the threshold comes from (THRESHOLD_SOURCES). A threshold outside its range, an unknown kind,
+    operator or source, a measurement that is not an interval or is missing stops with an error
+    naming the claim, the control and the record field, never a silent pass.
     """
+    where = f"claim {claim!r}, control {name!r}"
     if kind not in CONTROL_KINDS:
-        raise ControlError(f"claim {claim!r}, control {name!r}: kind={kind!r}; kinds: {CONTROL_KINDS}")
+        raise ControlError(f"{where}: kind={kind!r}; kinds: {CONTROL_KINDS}")
     if op not in _OPS:
-        raise ControlError(f"claim {claim!r}, control {name!r}: op={op!r}; operators: {list(_OPS)}")
+        raise ControlError(f"{where}: op={op!r}; operators: {list(_OPS)}")
+    if source not in THRESHOLD_SOURCES:
+        raise ControlError(f"{where}: source={source!r}: a threshold comes from {THRESHOLD_SOURCES}, "
+                           "never from a pilot of the same testbed")
     low, high = bounds
     if not (isinstance(threshold, (int, float)) and low <= threshold <= high):
-        raise ControlError(f"claim {claim!r}, control {name!r}: threshold={threshold!r} lies outside "
-                           f"its range [{low:g}, {high:g}]")
-    if measured is None or not np.isfinite(float(measured)):
-        raise ControlError(f"claim {claim!r}, control {name!r}: no measurement; the record field "
-                           f"{field or '(unnamed)'!r} is missing or not finite")
-    measured = float(measured)
-    return {"name": name, "kind": kind, "measured": measured, "threshold": float(threshold), "op": op,
-            "field": field, "passed": bool(_OPS[op](measured, threshold))}
+        raise ControlError(f"{where}: threshold={threshold!r} lies outside its range [{low:g}, {high:g}]")
+    if measured is None:
+        raise ControlError(f"{where}: no measurement; the record field {field or '(unnamed)'!r} is missing")
+    if not isinstance(measured, Interval):
+        raise ControlError(f"{where}: measured={measured!r} is not an interval: a control is judged "
+                           f"on the near end of its 95% interval over {unit or 'its blocks'}, never "
+                           "on a mean or a single run")
+    if not unit:
+        raise ControlError(f"{where}: give the unit its interval varies over (languages, seeds)")
+    near = measured.low if op in (">=", ">") else measured.high
+    record = {"name": name, "kind": kind, "measured": float(measured.mean), "low": float(measured.low),
+              "high": float(measured.high), "n": int(measured.n), "unit": unit,
+              "judged_on": float(near), "threshold": float(threshold), "op": op, "field": field,
+              "source": source}
+    if measured.n >= MIN_SEEDS and not np.isfinite(near):
+        raise ControlError(f"{where}: no measurement; the record field {field or '(unnamed)'!r} "
+                           "is not finite")
+    status = UNMEASURED if measured.n < MIN_SEEDS else PASSED if _OPS[op](near, threshold) else FAILED
+    return {**record, "status": status, "passed": status == PASSED}
+
+
+def control_status(c: dict) -> str:
+    """passed, failed or not measured (records made before controls had intervals: from `passed`)."""
+    return c.get("status") or (PASSED if c.get("passed") else FAILED)
 
 
 def record_value(table, column: str, claim: str, name: str):
@@ -219,90 +267,151 @@ def record_value(table, column: str, claim: str, name: str):
 
 
 def failed_controls(controls: list[dict]) -> list[dict]:
-    """The controls that did not pass."""
-    return [c for c in controls if not c["passed"]]
+    """The controls that did not pass on their interval."""
+    return [c for c in controls if control_status(c) == FAILED]
+
+
+def unmeasured_controls(controls: list[dict]) -> list[dict]:
+    """The controls without an interval (fewer than MIN_SEEDS blocks)."""
+    return [c for c in controls if control_status(c) == UNMEASURED]
 
 
 def control_text(c: dict) -> str:
-    """A control as a reader reads it: 'name: 0.000 (needs >= 0.3)'."""
-    return f"{c['name']}: {c['measured']:.3g} (needs {c['op']} {c['threshold']:g})"
+    """A control as a reader reads it: 'name: 0.412 [0.301, 0.523] over 4 languages (needs >= 0.3)'."""
+    if control_status(c) == UNMEASURED:
+        return f"{c['name']}: not measured ({c.get('n', 0)} {c.get('unit', 'blocks')}; needs {MIN_SEEDS})"
+    if "low" not in c:
+        return f"{c['name']}: {c['measured']:.3g} (needs {c['op']} {c['threshold']:g})"
+    spread = "" if c["low"] == c["high"] else f" [{c['low']:.3g}, {c['high']:.3g}]"
+    return f"{c['name']}: {c['measured']:.3g}{spread} over {c['n']} {c['unit']} (needs {c['op']} {c['threshold']:g})"
 
 
-def judge(diff: Interval, direction: str, delta: float | None, controls: list[dict],
-          claim: str = "") -> str:
-    """`verdict` of one difference, made INSENSITIVE when a declared control failed
-    (`apply_controls`; a claim in direction "at_most" or "equivalent" is a bound claim)."""
-    return apply_controls(verdict(diff, direction, delta), controls, claim,
-                          bound=direction in ("at_most", "equivalent"))
+# ---------------------------------------------------------------- the majority class
+def at_majority(arms: dict[str, tuple[float, float]], claim: str = "",
+                margin: float = LEARNED_MARGIN) -> list[str]:
+    """The arms that have not learned: arm -> (mean accuracy, its test set's majority-class
+    accuracy); an arm within `margin` of its majority class (`learned` false) is named.
+
+    A majority baseline that is missing or not finite stops with an error naming the claim and the
+    arm: every classification measurement carries its majority class.
+    """
+    out = []
+    for arm, (accuracy, majority) in arms.items():
+        if majority is None or not np.isfinite(float(majority)):
+            raise ControlError(f"claim {claim!r}: arm {arm!r} has no majority-class baseline (record "
+                               "field 'majority'): every labelled test set records one")
+        if not learned(float(accuracy), float(majority), margin):
+            out.append(arm)
+    return out
 
 
-def apply_controls(verdict_: str, controls: list[dict], claim: str = "", bound: bool = False) -> str:
-    """A verdict computed from intervals, given the claim's positive controls.
-
-    An interval beyond zero (reproduced or contradicted) shows by itself that the experiment could
-    see a difference, so it keeps its verdict and a failed control is shown beside it. A bound
-    claim's "reproduced" (an interval inside a margin: `bound`), an "equivalent within ±delta"
-    and a "not resolved" need every control passed, else INSENSITIVE. A claim with no control is
-    refused.
+def decide(verdict_: str, controls: list[dict], claim: str = "", majority: list[str] = ()) -> str:
+    """A claim's verdict from its interval's verdict, its positive controls and its arms at their
+    majority class, in this order: a failed control gives INSENSITIVE (no exception: the
+    experiment could not have shown what the claim is about); a control without an interval gives
+    NOT_MEASURED; an arm at its majority class (`majority`, from `at_majority`) gives NOT_RESOLVED
+    (a comparison between classifiers that have not learned is not judged); else the interval's
+    verdict. A claim with no control is refused.
     """
     if not controls:
         raise ControlError(f"claim {claim!r} declares no positive control")
     if verdict_ not in VERDICTS:
         raise ValueError(f"unknown verdict {verdict_!r}; verdicts: {VERDICTS}")
-    shows_sensitivity = verdict_ == CONTRADICTED or (verdict_ == REPRODUCED and not bound)
-    if failed_controls(controls) and not shows_sensitivity:
+    if failed_controls(controls):
         return INSENSITIVE
+    if unmeasured_controls(controls):
+        return NOT_MEASURED
+    if majority and verdict_ in JUDGED:
+        return NOT_RESOLVED
     return verdict_
 
 
-def controls_note(verdict_: str, controls: list[dict]) -> str:
-    """What a scorecard shows beside a verdict: every control passed, or the failed ones named."""
-    failed = failed_controls(controls)
+def judge(diff: Interval, direction: str, delta: float | None, controls: list[dict],
+          claim: str = "", majority: list[str] = ()) -> str:
+    """`verdict` of one difference, then `decide` with the claim's controls and arms at majority."""
+    return decide(verdict(diff, direction, delta), controls, claim, majority)
+
+
+def controls_note(verdict_: str, controls: list[dict], majority: list[str] = ()) -> str:
+    """What a summary page shows beside a verdict: every control passed, or the failed (or
+    unmeasured) ones named, or the arms at their majority class."""
     if not controls:
         return "no control declared"
-    if not failed:
-        return f"all {len(controls)} controls passed"
-    names = "; ".join(control_text(c) for c in failed)
-    if verdict_ == INSENSITIVE:
-        return f"insensitive: {names}"
-    return f"control failed beside the verdict: {names}"
+    failed, unmeasured = failed_controls(controls), unmeasured_controls(controls)
+    if failed:
+        return "insensitive: " + "; ".join(control_text(c) for c in failed)
+    if unmeasured:
+        return "not measured: " + "; ".join(control_text(c) for c in unmeasured)
+    if majority:
+        return "not resolved: at the majority class: " + ", ".join(majority)
+    return f"all {len(controls)} controls passed"
 
 
 # ---------------------------------------------------------------- scorecard rows
 # Every summary saves its claims as rows with these keys; the book builds its tables, its forest
 # plot and its CSV from them. `estimate`/`low`/`high`: the judged difference and its interval
-# (None for a row with no single difference); `direction`: what the paper says of it; `controls`:
-# `control` dicts; `dose`: what was trained for the intervention, ours against the paper
-# profile's; `testbed`: where the claim was tested; `delta_source`: where the margin comes from.
-SCORECARD_KEYS = ("claim", "effect", "seeds", "delta", "verdict", "estimate", "low", "high",
-                  "direction", "controls", "dose", "testbed", "delta_source")
+# (None for a row with no single difference); `seeds`: the blocks behind it, counted in `unit`
+# (languages, seeds, timing repetitions); `direction`: what the paper says of it; `controls`:
+# `control` dicts; `majority`: arm -> its accuracy and its test set's majority-class accuracy (every
+# row about a classifier's score); `at_majority`: the arms that did not beat it by the learned
+# margin; `scale`: what the difference measures (the forest plot draws one panel per scale);
+# `dose`: what was trained for the intervention, ours against the paper profile's, and any setting
+# that departs from the paper's recipe; `testbed`: where the claim was tested; `delta_source`:
+# where the margin comes from.
+SCORECARD_KEYS = ("claim", "effect", "seeds", "unit", "delta", "verdict", "estimate", "low", "high",
+                  "direction", "controls", "majority", "at_majority", "scale", "dose", "testbed",
+                  "delta_source")
 # The scorecard as a table a reader reads: key -> column name.
-SCORECARD_COLUMNS = {"claim": "Claim", "effect": "Effect [95% CI]", "seeds": "Seeds", "verdict": "Verdict",
+SCORECARD_COLUMNS = {"claim": "Claim", "effect": "Effect [95% CI]", "seeds": "Blocks", "verdict": "Verdict",
                      "controls": "Controls", "dose": "Dose (ours / paper profile)"}
+ACCURACY = "accuracy difference"
 
 
 def card(claim: str, effect: str, seeds: int, delta: float | None, verdict_: str, *,
          diff: Interval | None = None, direction: str | None = None, controls: list[dict] = (),
-         dose: str = "", testbed: str = "", delta_source: str = "") -> dict:
-    """One scorecard row (SCORECARD_KEYS), checked: a verdict of the vocabulary, an "equivalent"
-    only with every control passed, and an "insensitive" only with a failed one."""
+         dose: str = "", testbed: str = "", delta_source: str = "", unit: str = "seeds",
+         majority: dict[str, tuple[float, float]] | None = None, scale: str = ACCURACY) -> dict:
+    """One scorecard row (SCORECARD_KEYS), checked against the rules every paper shares.
+
+    A row about a classifier's score (`scale` ACCURACY) gives `majority`: arm -> (its mean
+    accuracy, its test set's majority-class accuracy). Refused, naming the claim: a verdict outside
+    the vocabulary; an "insensitive" without a failed control; any other verdict with a failed
+    control; a control without an interval under anything but "insensitive" or "not measured"; a
+    judged verdict (reproduced, contradicted, equivalent) from fewer than MIN_SEEDS blocks or with
+    an arm at its majority class; an accuracy row without majority baselines.
+    """
     if verdict_ not in VERDICTS:
         raise ValueError(f"unknown verdict {verdict_!r}; verdicts: {VERDICTS}")
     controls = list(controls)
-    if verdict_ == EQUIVALENT and failed_controls(controls):
-        raise ControlError(f"claim {claim!r}: 'equivalent' with a failed control "
-                           f"({controls_note(verdict_, controls)})")
-    if verdict_ == INSENSITIVE and not failed_controls(controls):
+    failed, unmeasured = failed_controls(controls), unmeasured_controls(controls)
+    if verdict_ == INSENSITIVE and not failed:
         raise ControlError(f"claim {claim!r}: 'insensitive' needs a failed control")
+    if failed and verdict_ != INSENSITIVE:
+        raise ControlError(f"claim {claim!r}: {verdict_!r} with a failed control "
+                           f"({controls_note(verdict_, controls)}): a failed control gives 'insensitive'")
+    if unmeasured and verdict_ not in (INSENSITIVE, NOT_MEASURED):
+        raise ControlError(f"claim {claim!r}: {verdict_!r} with a control that has no interval "
+                           f"({controls_note(verdict_, controls)})")
+    if verdict_ in JUDGED and seeds < MIN_SEEDS:
+        raise ControlError(f"claim {claim!r}: {verdict_!r} from {seeds} {unit}; a verdict needs {MIN_SEEDS}")
+    if scale == ACCURACY and verdict_ not in (NOT_MEASURED,) and majority is None:
+        raise ControlError(f"claim {claim!r}: an accuracy row without majority-class baselines "
+                           "(give majority=arm -> (accuracy, majority-class accuracy))")
+    below = at_majority(majority or {}, claim)
+    if below and verdict_ in JUDGED:
+        raise ControlError(f"claim {claim!r}: {verdict_!r} with arms at their majority class: {below}")
 
     def number(x):
         return None if x is None or not np.isfinite(x) else float(x)
 
-    return {"claim": claim, "effect": effect, "seeds": int(seeds),
+    return {"claim": claim, "effect": effect, "seeds": int(seeds), "unit": unit,
             "delta": None if delta is None else float(delta), "verdict": verdict_,
             "estimate": number(diff.mean) if diff else None, "low": number(diff.low) if diff else None,
             "high": number(diff.high) if diff else None, "direction": direction, "controls": controls,
-            "dose": dose, "testbed": testbed, "delta_source": delta_source}
+            "majority": {arm: {"accuracy": number(a), "majority": number(m)}
+                         for arm, (a, m) in (majority or {}).items()},
+            "at_majority": below, "scale": scale, "dose": dose, "testbed": testbed,
+            "delta_source": delta_source}
 
 
 def delta_against_paper(delta: float, paper_effect: float | None, source: str,
@@ -339,7 +448,8 @@ def scorecard_table(rows: list[dict]) -> pandas.DataFrame:  # noqa: F821 - panda
     import pandas as pd
 
     table = pd.DataFrame(list(rows), columns=list(SCORECARD_KEYS))
-    table["controls"] = [controls_note(r["verdict"], r["controls"]) for r in rows]
+    table["controls"] = [controls_note(r["verdict"], r["controls"], r.get("at_majority") or ())
+                         for r in rows]
     if table["delta"].notna().any():  # the margin with where it comes from
         table["Margin"] = [r.get("delta_source") or ("" if r["delta"] is None else f"{r['delta']:g}")
                            for r in rows]
@@ -356,3 +466,13 @@ def dose_text(ours: int | None, paper: int | None, what: str) -> str:
     if not paper:
         return f"{ours:,} {what}"
     return f"{ours:,} / {paper:,} {what} ({ours / paper:.1e} of the paper profile's)"
+
+
+def with_departures(dose: str, departures: dict[str, str]) -> str:
+    """A dose text with the settings that depart from the paper's recipe, each with its reason
+    ('...; departs from the paper: generator temperature 1.5 (ELECTRA: 1): why'), so a scorecard
+    row never hides a departure in a chapter."""
+    if not departures:
+        return dose
+    listed = "; ".join(f"{what}: {why}" for what, why in departures.items())
+    return f"{dose}; departs from the paper: {listed}" if dose else f"departs from the paper: {listed}"

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 from browser import check_book, find_chromium
+from scorecards import check_card
 
 from mlmlib import verdicts
 from mlmlib.runs.plans import load_plan
 from mlmlib.runs.records import load_records
+from mlmlib.runs.scorecard import verdict_class
 
 ROOT = Path(__file__).resolve().parents[1]
 SUMMARIES = ("A4_synthetic_summary", "A6_real_summary", "B3_true_negatives_summary",
@@ -53,6 +55,8 @@ def test_test_profile_runs_and_book_renders_with_figures(tmp_path):
         found = [c["verdict"] for c in summary["claims"]]
         assert found, f"{notebook}: no claim rows"
         assert set(found) <= set(verdicts.VERDICTS) | {"excluded: model at chance"}, notebook
+        # the rule sweep on the test plan's tiny records: every claim module's rows keep the rules
+        check_card(summary["scorecard"])
     a4 = records.set_index("notebook").loc["A4_synthetic_summary"]
     # two fine-tuning seeds in the test plan: below the minimum, so nothing can be resolved
     assert {c["verdict"] for c in a4["claims"]} == {verdicts.NOT_RESOLVED}
@@ -76,7 +80,7 @@ def test_test_profile_runs_and_book_renders_with_figures(tmp_path):
     # row per claim with its verdict; the effect's full text is on the summary page it links
     first_claim = a4["scorecard"][0]
     assert escape(first_claim["claim"], quote=False) in chapter, first_claim["claim"]
-    assert f'verdict-{first_claim["verdict"].split()[0]}">' in chapter
+    assert f'{verdict_class(first_claim["verdict"])}">' in chapter
     summary_page = (html / "book" / "runs" / "test" / "A4_synthetic_summary" / "run.html").read_text()
     assert escape(first_claim["effect"], quote=False) in summary_page, first_claim["effect"]
 

@@ -44,15 +44,25 @@ def test_tables_come_from_the_records_of_every_profile(tmp_path):
     assert "(/book/runs/smoke/A4_synthetic_summary/run.ipynb)" in a  # the rendered profile links
     text = (out / "scorecard.md").read_text()
     card = _table(text)
-    # a table per paper: one row per claim, one column per profile and testbed that paper ran on
+    # first the verdicts counted per paper and profile, then the forest plot, then the tables
+    counts = card[: card.index(next(line for line in card if line.startswith("| Claim")))]
+    assert counts[0] == ("| Paper | Profile | reproduced | contradicted | equivalent within ±delta | "
+                         "insensitive | not resolved | not measured |")
+    assert "| [A](/book/paper_a.md) | smoke | 1 | 0 | 0 | 0 | 1 | 0 |" in counts
+    assert "| [A](/book/paper_a.md) | cpu | 0 | 1 | 0 | 0 | 0 | 0 |" in counts
+    assert "| [C](/book/paper_c.md) | smoke | 1 | 1 | 0 | 0 | 0 | 0 |" in counts
+    assert text.index("| Paper | Profile") < text.index("![Forest plot") < text.index("| Claim")
+    # a table per paper: one row per claim, one column per profile and testbed that paper ran on,
+    # the dose once in the header
     assert text.index("**[Paper A](/book/paper_a.md)**") < text.index("**[Paper C](/book/paper_c.md)**")
-    assert card[0] == "| Claim | smoke: synthetic | cpu: synthetic |"
-    assert "| Claim | smoke: real text |" in card
+    dose = "<br><small>dose: 4,096 / 1,536,000 tokens</small>"
+    assert f"| Claim | smoke: synthetic{dose} | cpu: synthetic{dose} |" in card
+    assert f"| Claim | smoke: real text{dose} |" in card
     (with_without,) = [line for line in card if "WITH beats WITHOUT" in line]
     cells = with_without.split(" | ")
     assert "verdict-reproduced" in cells[1] and "(/book/runs/smoke/A4_synthetic_summary/run.ipynb)" in cells[1]
     assert "verdict-contradicted" in cells[2] and "/book/runs/cpu" not in cells[2]  # not rendered: no link
-    assert "controls passed (1)" in cells[1] and "dose: 4,096 / 1,536,000 tokens" in cells[1]
+    assert cells[1].endswith("<br><small>controls passed (1)</small>") and "dose" not in cells[1]
     assert sum("selective beats random" in line for line in card) == 2
     assert "No summary records yet" in (out / "claims_paper_b.md").read_text()
 
@@ -65,10 +75,11 @@ def test_the_scorecard_names_a_failed_control_and_writes_its_csv_and_forest_plot
     _record(tmp_path, "cpu", "A4_synthetic_summary", "paper_a", [_row("WITH beats WITHOUT", "reproduced")])
     out = write_claim_tables("smoke", tmp_path, also=["cpu"])
     card = (out / "scorecard.md").read_text()
-    assert "failed: the discriminator flags replacements: 0 (needs &gt;= 0.3)" in card
+    assert "<small>failed: the discriminator flags replacements</small>" in card
     assert "{download}`claims.csv </book/_generated/claims.csv>`" in card
     assert "![Forest plot of the cpu profile's claims](/book/_generated/forest_cpu.png)" in card
     assert (out / "forest_cpu.png").stat().st_size > 1000
+    assert "\n| [B](/book/paper_b.md) | cpu | 0 | 0 | 0 | 1 | 0 | 0 |" in card
     with (out / "claims.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert {r["verdict"] for r in rows} == {"insensitive", "reproduced"}
@@ -121,3 +132,42 @@ def test_missed_sanity_floors_are_named_under_the_tables_that_rest_on_them(tmp_p
                     " against 0.05.")
     assert "Sanity floors missed" in (out / "claims_paper_b.md").read_text()
     assert "Sanity floors missed" not in (out / "claims_paper_c.md").read_text()  # all met: no note
+
+
+def test_a_cell_names_an_unmeasured_control_or_the_arm_at_its_majority_class(tmp_path):
+    unmeasured = {"name": "pretraining helps", "kind": "effect exists", "measured": 0.1, "low": 0.1,
+                  "high": 0.1, "n": 1, "unit": "seeds", "threshold": 0.0, "op": ">", "field": "x",
+                  "status": "not measured", "passed": False}
+    at_majority = {**_row("WITH beats WITHOUT", "not resolved"), "at_majority": ["WITHOUT", "scratch"]}
+    _record(tmp_path, "cpu", "A4_synthetic_summary", "paper_a",
+            [_row("one seed", "not measured", controls=[unmeasured]), at_majority,
+             {**_row("costs", "reproduced"), "scale": "extra step time (fraction)", "dose": "other"}])
+    out = write_claim_tables("cpu", tmp_path)
+    card = (out / "scorecard.md").read_text()
+    assert 'class="verdict verdict-not-measured">not measured' in card
+    assert "<small>not measured: pretraining helps</small>" in card
+    assert "<small>at the majority class: WITHOUT, scratch</small>" in card
+    assert "dose: per claim, on the summary page" in card  # two doses in one column
+    with (out / "claims.csv").open() as f:
+        rows = {r["claim"]: r for r in csv.DictReader(f)}
+    assert rows["WITH beats WITHOUT"]["at_majority"] == "WITHOUT, scratch"
+    assert "pretraining helps" in rows["one seed"]["unmeasured_controls"]
+    assert rows["costs"]["scale"] == "extra step time (fraction)"
+
+
+def test_the_forest_plot_has_a_panel_per_paper_and_scale():
+    from mlmlib.runs import scorecard
+
+    rows = [{**_row("a", "reproduced"), "chapter": "paper_a"},
+            {**_row("b", "reproduced"), "chapter": "paper_b", "scale": "extra step time (fraction)"},
+            {**_row("c", "reproduced"), "chapter": "paper_b"}]
+    assert list(scorecard.panels(rows)) == [("A", "accuracy difference"),
+                                            ("B", "extra step time (fraction)"),
+                                            ("B", "accuracy difference")]
+
+
+def test_the_scorecard_counts_the_outcomes_of_the_verdict_vocabulary():
+    from mlmlib import verdicts
+    from mlmlib.runs import scorecard
+
+    assert scorecard.OUTCOMES == verdicts.VERDICTS

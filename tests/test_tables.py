@@ -20,12 +20,16 @@ def test_with_interval_names_a_missing_column():
         tables.with_interval(pd.DataFrame({"m": [1.0]}), "m", "low", "hi", "n")
 
 
-def test_controls_table_one_row_per_control():
+def test_controls_table_one_row_per_control_with_its_interval():
+    from mlmlib import verdicts
+    from mlmlib.stats import Interval
+
     card = [{"claim": "c1", "controls": [
-        {"kind": "took", "name": "x", "measured": 0.4, "op": ">=", "threshold": 0.3, "passed": True},
-        {"kind": "exists", "name": "y", "measured": 0.0, "op": ">", "threshold": 0.0,
-         "passed": False}]}, {"claim": "c2", "controls": []}]
+        verdicts.control("c1", "x", verdicts.TOOK, Interval(0.4, 0.35, 0.45, 4), 0.3, unit="languages"),
+        verdicts.control("c1", "y", verdicts.EXISTS, Interval(0.1, -0.2, 0.4, 4), 0.0, op=">",
+                         unit="languages")]}, {"claim": "c2", "controls": []}]
     frame = tables.controls_table(card)
     assert frame["claim"].tolist() == ["c1", "c1"]
-    assert frame["passed"].tolist() == [True, False]
+    assert frame["status"].tolist() == ["passed", "failed"]
+    assert frame["judged_on"].tolist() == [0.35, -0.2] and frame["unit"].tolist() == ["languages"] * 2
     assert list(frame.columns) == tables.CONTROL_COLUMNS

@@ -165,8 +165,13 @@ def write_claim_tables(built_profile: str, root: Path | None = None, also: Seque
                       scorecard.forest_section(mine, out, f"forest_{chapter}", f"Paper {paper}"),
                       _floor_notes([n for n in notes if n["chapter"] == chapter], rendered, root)]
         (out / f"claims_{chapter}.md").write_text("\n".join(lines) + "\n")
-    # one table per paper: its columns are the profiles and testbeds that paper ran on
+    # what holds, within one screen: the verdicts counted per paper and profile, the forest plot
+    # (a panel per paper and scale), then one table per paper (its columns: the profiles and
+    # testbeds that paper ran on) and the CSV
     parts = [_table_note(rows, rendered)]
+    if rows:
+        parts += [scorecard.counts_table(rows, PAPER_CHAPTERS),
+                  scorecard.forest_section(rows, out, "forest", "Every claim")]
     for chapter, paper in PAPER_CHAPTERS.items():
         mine = [r for r in rows if r["chapter"] == chapter]
         if mine:
@@ -175,7 +180,6 @@ def write_claim_tables(built_profile: str, root: Path | None = None, also: Seque
         scorecard.write_csv(rows, out / scorecard.CSV_NAME, root)
         parts += [(f"\nEvery claim row of every profile, with its interval, controls and dose: "
                   f"{{download}}`{scorecard.CSV_NAME} </book/{GENERATED}/{scorecard.CSV_NAME}>`."),
-                  scorecard.forest_section(rows, out, "forest", "Every claim"),
                   _floor_notes(notes, rendered, root)]
     (out / "scorecard.md").write_text("\n".join(parts) + "\n")
     return out
@@ -187,11 +191,14 @@ def _table_note(rows: list[dict], rendered: Sequence[str]) -> str:
                 "profile) and rebuild the book.*")
     profiles = list(dict.fromkeys(r["profile"] for r in rows))
     return (f"Measured claims, generated from the run records of {', '.join(profiles)} "
-            f"(this book shows the executed pages of {', '.join(f'`{p}`' for p in rendered)}). One row "
-            "per claim, one column per profile and testbed: the verdict (linked to its summary page, "
-            "where the effect and its interval are), the positive controls and the dose of the "
-            "intervention, ours against the paper profile's. *Insensitive*: a control failed, so the "
-            "experiment could not have shown the effect.\n")
+            f"(this book shows the executed pages of {', '.join(f'`{p}`' for p in rendered)}): the "
+            "verdicts counted per paper and profile, the effects with their intervals, then one row "
+            "per claim and one column per profile and testbed (its dose in the header, ours against "
+            "the paper profile's): the verdict, linked to its summary page where the effect, its "
+            "interval and every control are, and one line: the control that failed or was not "
+            "measured, the arm at its majority class, or \"controls passed\". *Insensitive*: a "
+            "control failed, so the experiment could not have shown the effect. *Not measured*: the "
+            "claim, or one of its controls, has no interval.\n")
 
 
 def _profile_link(row: dict, rendered: Sequence[str], root: Path) -> str:
