@@ -10,7 +10,7 @@ import pytest
 from scorecards import check_card
 
 from mlmlib import stats, verdicts
-from mlmlib.papers.distributional import real_text_claims, synthetic_claims
+from mlmlib.papers.distributional import real_text_claims, synthetic_claims, synthetic_measures
 from mlmlib.stats import Interval
 
 SIZES = (100, 200, 400)
@@ -24,8 +24,10 @@ PAPER = {
 }
 
 
-def synthetic_rows(accuracy=PAPER, seeds=(0, 1, 2, 3, 4), fractions=(0.0,), noise=0.003, jitter=None):
-    """A3's rows for the given seeds: accuracy per model and test set, a little seeded noise and jitter(model, seed)."""
+def synthetic_rows(accuracy=PAPER, seeds=(0, 1, 2, 3, 4), fractions=(0.0,), noise=0.003, jitter=None,
+                   prior=0.5):
+    """A3's rows for the given seeds: accuracy per model and test set, a little seeded noise and
+    jitter(model, seed); `prior`: every test set's majority-class accuracy."""
     rng = np.random.default_rng(0)
     rows = []
     for seed in seeds:
@@ -35,7 +37,8 @@ def synthetic_rows(accuracy=PAPER, seeds=(0, 1, 2, 3, 4), fractions=(0.0,), nois
                     for i, size in enumerate(SIZES):
                         base = (acc[i] if isinstance(acc, tuple) else acc) + (jitter(model, seed) if jitter else 0)
                         rows.append({"seed": seed, "model": model, "bd2_fraction": fraction, "train_size": size,
-                                     "test_set": test_set, "accuracy": base + noise * rng.standard_normal()})
+                                     "test_set": test_set, "accuracy": base + noise * rng.standard_normal(),
+                                     "prior": prior})
     return pd.DataFrame(rows)
 
 
@@ -71,20 +74,20 @@ def by_claim(table):
 
 def test_learning_curve_statistics():
     sizes, accs = [100, 200, 400, 800], [0.6, 0.7, 0.8, 0.9]
-    assert synthetic_claims.examples_needed(sizes, accs, 0.75) == pytest.approx(math.sqrt(200 * 400))
-    assert synthetic_claims.examples_needed(sizes, accs, 0.5) == 100
-    assert synthetic_claims.examples_needed(sizes, accs, 0.95) == math.inf
-    assert synthetic_claims.learning_curve_area(sizes, accs) == pytest.approx(0.75)
-    assert synthetic_claims.learning_curve_area([100], [0.6]) == pytest.approx(0.6)
-    assert synthetic_claims.needed_text([100.0, math.inf, 200.0]) == "2/3 seeds reached it"
-    assert "examples (n=3)" in synthetic_claims.needed_text([100.0, 110.0, 120.0])
+    assert synthetic_measures.examples_needed(sizes, accs, 0.75) == pytest.approx(math.sqrt(200 * 400))
+    assert synthetic_measures.examples_needed(sizes, accs, 0.5) == 100
+    assert synthetic_measures.examples_needed(sizes, accs, 0.95) == math.inf
+    assert synthetic_measures.learning_curve_area(sizes, accs) == pytest.approx(0.75)
+    assert synthetic_measures.learning_curve_area([100], [0.6]) == pytest.approx(0.6)
+    assert synthetic_measures.needed_text([100.0, math.inf, 200.0]) == "2/3 seeds reached it"
+    assert "examples (n=3)" in synthetic_measures.needed_text([100.0, 110.0, 120.0])
 
 
 def test_per_seed_and_paired_align_seeds():
     frame = synthetic_rows(seeds=(0, 1, 2))
-    area = synthetic_claims.per_seed(frame, "A-D1", 0.0, synthetic_claims.learning_curve_area)
+    area = synthetic_measures.per_seed(frame, "A-D1", 0.0, synthetic_measures.learning_curve_area)
     assert len(area) == 3 * len(PAPER) and set(area.model) == set(PAPER)
-    a, b, languages = synthetic_claims.paired(pd.concat([area[(area.model == "with") & (area.seed != 1)],
+    a, b, languages = synthetic_measures.paired(pd.concat([area[(area.model == "with") & (area.seed != 1)],
                                                area[area.model == "without"]]), "with", "without")
     assert len(a) == len(b) == 2 and (a > b).all() and list(languages) == [0, 0]
 
@@ -100,9 +103,10 @@ def test_claims_reproduced_when_the_runs_say_what_the_paper_says():
 
 
 def test_claims_contradicted_when_the_runs_say_the_opposite():
-    # no transfer; on A-D2 pretraining helps only WITH the property (WITHOUT below scratch)
-    flipped = {**PAPER, "with": {**PAPER["with"], "B-D1": 0.50},
-               "without": {**PAPER["without"], "A-D2": 0.50}}
+    # WITH transfers less than WITHOUT (both above scratch and their majority class); on A-D2
+    # pretraining helps only WITH the property (WITHOUT below scratch, above its majority class)
+    flipped = {**PAPER, "with": {**PAPER["with"], "B-D1": 0.70},
+               "without": {**PAPER["without"], "B-D1": 0.80, "A-D2": 0.55}}
     judged = by_claim(claims_of(synthetic_rows(flipped), margin=0.02))
     assert judged["B-D1 synonym transfer"] == verdicts.CONTRADICTED
     assert judged["D2 generalization not fully explained by the property"] == verdicts.CONTRADICTED
@@ -110,9 +114,10 @@ def test_claims_contradicted_when_the_runs_say_the_opposite():
     assert by_claim(claims_of(synthetic_rows(slow)))["Sample efficiency"] == verdicts.CONTRADICTED
 
 
-def test_claims_not_resolved_with_too_few_seeds_or_overlapping_intervals():
+def test_claims_not_judged_with_too_few_seeds_or_overlapping_intervals():
+    # two seeds: the pretraining-helps controls have no interval either, so every claim is not measured
     two = claims_of(synthetic_rows(seeds=(0, 1)))
-    assert len(two) == 5 and (two.verdict == verdicts.NOT_RESOLVED).all() and (two.seeds == 2).all()
+    assert len(two) == 5 and (two.verdict == verdicts.NOT_MEASURED).all() and (two.seeds == 2).all()
     # WITH and WITHOUT alike, one ahead on even seeds and the other on odd ones: the intervals overlap
     alike = {**PAPER, "without": PAPER["with"]}
 
@@ -173,14 +178,14 @@ def test_comparisons_are_paired_over_seeds():
     def shift(model, seed):
         return 0.15 * (seed - 2)
 
-    frame = synthetic_rows(jitter=shift)
-    b = synthetic_claims._at(frame, "B-D1", 0.0)
+    frame = synthetic_rows(jitter=shift, prior=0.2)  # every arm above its majority class on every seed
+    b = synthetic_measures.at_size(frame, "B-D1", 0.0)
     with_, scratch = stats.mean_ci(b[b.model == "with"].value), stats.mean_ci(b[b.model == "scratch"].value)
     assert with_.low < scratch.high  # apart only when paired
-    assert synthetic_claims.paired_diff(b, "with", "scratch").low > 0.25
+    assert synthetic_measures.paired_diff(b, "with", "scratch").low > 0.25
     assert (claims_of(frame, margin=0.02).verdict == verdicts.REPRODUCED).all()
     # a seed that one arm lacks is left out of its pair
-    assert synthetic_claims.paired_diff(b[~((b.model == "with") & (b.seed == 4))], "with", "scratch").n == 4
+    assert synthetic_measures.paired_diff(b[~((b.model == "with") & (b.seed == 4))], "with", "scratch").n == 4
 
 
 def test_a_control_inside_the_margin_is_equivalent():
@@ -222,7 +227,7 @@ def test_the_weakest_difference_needs_its_seeds():
     few = {"a": _diff(0.1, 0.2), "b": _diff(0.1, 0.2, n=verdicts.MIN_SEEDS - 1)}
     assert synthetic_claims.all_above_zero(few, margin=0.02) == verdicts.NOT_RESOLVED
     nan = {"a": _diff(0.1, 0.2), "b": Interval(float("nan"), float("nan"), float("nan"), 0)}
-    assert synthetic_claims.all_above_zero(nan, margin=0.02) == verdicts.NOT_RESOLVED
+    assert synthetic_claims.all_above_zero(nan, margin=0.02) == verdicts.NOT_MEASURED  # no interval
 
 
 def test_sample_efficiency_is_with_above_without_in_curve_area_with_its_control():
@@ -255,38 +260,38 @@ def test_sample_efficiency_insensitive_when_with_is_no_better_than_scratch_at_sm
 
 
 def test_small_sizes_accuracy_reads_the_smaller_half():
-    assert synthetic_claims.small_sizes_accuracy([400, 100, 200], [0.9, 0.5, 0.7]) == pytest.approx(0.6)
-    assert synthetic_claims.small_sizes_accuracy([25, 100, 400, 1600], [0.5, 0.6, 0.8, 0.9]) == pytest.approx(0.55)
+    assert synthetic_measures.small_sizes_accuracy([400, 100, 200], [0.9, 0.5, 0.7]) == pytest.approx(0.6)
+    assert synthetic_measures.small_sizes_accuracy([25, 100, 400, 1600], [0.5, 0.6, 0.8, 0.9]) == pytest.approx(0.55)
 
 
 def test_intervals_block_by_language():
     # two seeds in each of three languages; the languages differ far more than the seeds
     diffs = np.array([0.10, 0.12, 0.30, 0.32, 0.50, 0.52])
     languages = np.array([0, 0, 1, 1, 2, 2])
-    ci = synthetic_claims.block_ci(diffs, languages)
+    ci = synthetic_measures.block_ci(diffs, languages)
     across = stats.mean_ci([0.11, 0.31, 0.51])
     assert ci.n == 3 and (ci.mean, ci.low, ci.high) == pytest.approx((across.mean, across.low, across.high))
     naive = stats.mean_ci(diffs)
     assert ci.high - ci.low > naive.high - naive.low  # the seeds of a language are not independent
-    assert synthetic_claims.block_ci(diffs, np.zeros(6)).n == 6  # one language: across seeds
+    assert synthetic_measures.block_ci(diffs, np.zeros(6)).n == 6  # one language: across seeds
     # through the claims: rows of three languages, seeds 0-1 each, WITH's lead varying by language
     rows = pd.concat([synthetic_rows(seeds=(0, 1), jitter=lambda m, s, lang=lang: 0.02 * lang * (m == "with"))
                       .assign(language_seed=lang) for lang in (0, 1, 2)])
-    b = synthetic_claims._at(rows, "B-D1", 0.0)
-    assert synthetic_claims.paired_diff(b, "with", "scratch").n == 3
+    b = synthetic_measures.at_size(rows, "B-D1", 0.0)
+    assert synthetic_measures.paired_diff(b, "with", "scratch").n == 3
     assert (claims_of(rows).seeds == 3).all()
-    assert synthetic_claims.blocks_text(rows).startswith("3 languages (seeds [0, 1, 2]), 2 pretraining seeds each")
-    assert synthetic_claims.blocks_text(synthetic_rows()).startswith("one language (seed 0), 5 seeds")
+    assert synthetic_measures.blocks_text(rows).startswith("3 languages (seeds [0, 1, 2]), 2 pretraining seeds each")
+    assert synthetic_measures.blocks_text(synthetic_rows()).startswith("one language (seed 0), 5 seeds")
 
 
 def test_capped_runs_are_counted_once_per_run():
     rows = synthetic_rows(seeds=(0, 1)).assign(hit_cap=False)
     rows.loc[(rows.model == "scratch") & (rows.train_size == 400), "hit_cap"] = True
-    counts = synthetic_claims.capped_runs(rows)
+    counts = synthetic_measures.capped_runs(rows)
     runs = 2 * len(PAPER) * len(SIZES)
     assert counts == {"runs": runs, "capped": 2, "share": 2 / runs}
-    assert synthetic_claims.capped_text(counts).startswith(f"2 of {runs} fine-tuning runs (7%) reached")
-    assert synthetic_claims.capped_runs(synthetic_rows(seeds=(0,)))["capped"] is None  # not recorded
+    assert synthetic_measures.capped_text(counts).startswith(f"2 of {runs} fine-tuning runs (7%) reached")
+    assert synthetic_measures.capped_runs(synthetic_rows(seeds=(0,)))["capped"] is None  # not recorded
 
 
 def test_differences_are_the_intervals_behind_the_verdicts():
@@ -298,9 +303,9 @@ def test_differences_are_the_intervals_behind_the_verdicts():
     d2 = diffs[diffs.claim.str.startswith("D2")]
     assert list(d2.direction) == ["greater"] * 2 and set(d2.difference) == {"WITHOUT - scratch"}
     assert set(diffs.claim) == {r["claim"] for r in scorecard_of(frame, margin=0.02)}
-    b = synthetic_claims._at(frame, "B-D1", 0.0)
+    b = synthetic_measures.at_size(frame, "B-D1", 0.0)
     row = diffs[diffs.difference == "CBOW - scratch"].iloc[0]
-    assert row["mean"] == pytest.approx(synthetic_claims.paired_diff(b, "cbow", "scratch").mean)
+    assert row["mean"] == pytest.approx(synthetic_measures.paired_diff(b, "cbow", "scratch").mean)
     assert differences_of(pd.DataFrame()).empty
 
 
@@ -310,7 +315,7 @@ def test_claims_never_reproduced_without_measurements():
     only = synthetic_rows({"with": PAPER["with"], "scratch": PAPER["scratch"]})
     assert claims_of(only).empty  # every claim needs WITHOUT, shuffled or CBOW as well: left out
     one_seed = claims_of(synthetic_rows(seeds=(0,)))
-    assert len(one_seed) and (one_seed.verdict == verdicts.NOT_RESOLVED).all()
+    assert len(one_seed) and (one_seed.verdict == verdicts.NOT_MEASURED).all()  # controls without interval
 
 
 # ---------------------------------------------------------------- real text
@@ -359,23 +364,38 @@ def cells_of(*recs, **kw):
     return real_text_claims.correlation_cells(pd.DataFrame(list(recs)), n_boot=200, priors={"toy": 0.5}, **kw)
 
 
+def three_seeds(**kw):
+    """Three A5 records of the same design, fine-tuning seeds 0-2: the fewest a verdict needs."""
+    return [a5_record(run=f"r{seed}", seed=seed, **kw) for seed in range(3)]
+
+
 def card_of(*recs):
     """The real-text scorecard of hand-made A5 records, their controls read from the same records."""
     return real_text_claims.correlation_scorecard(cells_of(*recs), pd.DataFrame(list(recs)))
 
 
 def test_correlation_cells_reproduced_and_contradicted():
-    low = cells_of(a5_record(), a5_record(run="r1", seed=1))
-    assert len(low) == 2 * 3 and list(low.columns) == real_text_claims.CELL_COLUMNS
+    low = cells_of(*three_seeds())
+    assert len(low) == 3 * 3 and list(low.columns) == real_text_claims.CELL_COLUMNS
     assert (low.verdict == verdicts.REPRODUCED).all() and low.judged.all() and not low.too_few.any()
     assert list(real_text_claims.kind_verdicts(low).verdict) == [verdicts.REPRODUCED]
     row = real_text_claims.correlation_claims(low).iloc[0]
-    assert row.verdict == verdicts.REPRODUCED and row.seeds == 2 and "6 judged cells, 6 low" in row.measured
+    assert row.verdict == verdicts.REPRODUCED and row.seeds == 3 and "9 judged cells, 9 low" in row.measured
     assert "our thresholds (parameters; the paper states none)" in row.measured
-    high = cells_of(a5_record(), a5_record(run="r1", seed=1, correlated=("ratio 0.5",)))
+    high = cells_of(*three_seeds()[:2], a5_record(run="r2", seed=2, correlated=("ratio 0.5",)))
     assert (high.verdict == verdicts.CONTRADICTED).sum() == 1
     assert list(real_text_claims.kind_verdicts(high).verdict) == [verdicts.CONTRADICTED]
     assert real_text_claims.correlation_claims(high).iloc[0].verdict == verdicts.CONTRADICTED
+
+
+def test_fewer_than_three_seeds_give_no_verdict():
+    two = real_text_claims.kind_verdicts(cells_of(*three_seeds()[:2])).iloc[0]
+    assert two.verdict == verdicts.NOT_RESOLVED and two.cells == verdicts.REPRODUCED and two.seeds == 2
+    (row,) = check_card(card_of(*three_seeds()[:1]))
+    # one seed: the controls have no interval, so the row is not measured, and says why
+    assert row["verdict"] == verdicts.NOT_MEASURED and row["seeds"] == 1 and row["unit"] == "seeds"
+    assert "not resolved: one seed (the cells say reproduced; a verdict needs 3" in row["effect"]
+    assert all(c["status"] == verdicts.UNMEASURED and c["n"] == 1 for c in row["controls"])
 
 
 def test_small_cells_are_left_out_not_judged():
@@ -385,7 +405,7 @@ def test_small_cells_are_left_out_not_judged():
     assert sorted(set(cells.kind)) == ["short-phrase", "word"] and (cells.n == 20).all()
     assert (cells.verdict == real_text_claims.TOO_SMALL).all() and cells.too_few.all() and not cells.judged.any()
     by_kind = real_text_claims.kind_verdicts(cells)
-    assert list(by_kind.verdict) == [verdicts.NOT_RESOLVED] * 2 and list(by_kind.too_small) == [3, 3]
+    assert list(by_kind.verdict) == [verdicts.NOT_MEASURED] * 2 and list(by_kind.too_small) == [3, 3]
     assert "left out: 3 cells with too few perturbed inputs" in real_text_claims.correlation_claims(cells).iloc[0].measured
     fewer = cells_of(tracked, min_n=10)
     assert (fewer[fewer.model == "checkpoint 1"].verdict == verdicts.CONTRADICTED).all()
@@ -396,22 +416,24 @@ def test_small_cells_are_left_out_not_judged():
 def test_one_verdict_per_task_and_kind():
     """A small cell no longer decides a verdict, and one kind's contradiction does not flip the other kind."""
     rng = np.random.default_rng(5)
-    rec = a5_record(n=240, kinds=("word", "long-phrase"), min_examples=30)
-    # long-phrase: checkpoint 1 tracks Delta-distribution (contradicted); word stays low
     long = np.arange(240) % 2 == 1
-    dd = np.asarray(rec["delta_distribution"]["{x} [MASK]"])
-    reproducible = np.asarray(rec["delta_pred"]["checkpoint 0.5"]) + 0.1 * rng.random(240)
-    rec["delta_pred"]["checkpoint 1"] = np.where(long, dd + 0.05 * rng.random(240), reproducible).tolist()
-    small = a5_record(run="r1", seed=1, n=20, correlated=("checkpoint 1",), min_examples=5)
+    recs = three_seeds(n=240, kinds=("word", "long-phrase"), min_examples=30)
+    for rec in recs:
+        # long-phrase: every model tracks Delta-distribution (contradicted, and reproducible); word stays low
+        dd = np.asarray(rec["delta_distribution"]["{x} [MASK]"])
+        for model, values in rec["delta_pred"].items():
+            rec["delta_pred"][model] = np.where(long, dd + 0.05 * rng.random(240), values).tolist()
+    small = a5_record(run="r9", seed=1, n=20, correlated=("checkpoint 1",), min_examples=5)
     small["task"] = "other"
-    cells = real_text_claims.correlation_cells(pd.DataFrame([rec, small]), n_boot=200, priors={"toy": 0.5, "other": 0.5})
+    records = pd.DataFrame([*recs, small])
+    cells = real_text_claims.correlation_cells(records, n_boot=200, priors={"toy": 0.5, "other": 0.5})
     by_kind = real_text_claims.kind_verdicts(cells).set_index(["task", "kind"])
     assert by_kind.loc[("toy", "word"), "verdict"] == verdicts.REPRODUCED
     assert by_kind.loc[("toy", "long-phrase"), "verdict"] == verdicts.CONTRADICTED
-    assert by_kind.loc[("other", "word"), "verdict"] == verdicts.NOT_RESOLVED  # 20 pairs: left out, not judged
+    assert by_kind.loc[("other", "word"), "verdict"] == verdicts.NOT_MEASURED  # 20 pairs: left out, not judged
     assert by_kind.loc[("other", "word"), "too_small"] == 3 and by_kind.loc[("other", "word"), "judged"] == 0
-    card = check_card(real_text_claims.correlation_scorecard(cells, pd.DataFrame([rec, small])))
-    assert [r["verdict"] for r in card] == [verdicts.NOT_RESOLVED, verdicts.CONTRADICTED, verdicts.REPRODUCED]
+    card = check_card(real_text_claims.correlation_scorecard(cells, records))
+    assert [r["verdict"] for r in card] == [verdicts.NOT_MEASURED, verdicts.CONTRADICTED, verdicts.REPRODUCED]
     assert card[2]["claim"] == f"{real_text_claims.REAL_CLAIM}: toy, word perturbations"
     assert list(real_text_claims.correlation_claims(cells).verdict) == [r["verdict"] for r in card]
 
@@ -429,7 +451,7 @@ def test_models_at_chance_are_left_out():
     cells = cells_of(rec).set_index("model")
     assert not cells.loc["ratio 0.5", "learned"] and cells.loc["ratio 0.5", "verdict"] == real_text_claims.EXCLUDED
     assert cells.loc["checkpoint 1", "learned"]
-    assert list(real_text_claims.kind_verdicts(cells.reset_index()).verdict) == [verdicts.REPRODUCED]
+    assert list(real_text_claims.kind_verdicts(cells.reset_index()).cells) == [verdicts.REPRODUCED]
     assert "not above the majority class on validation: ratio 0.5" in \
         real_text_claims.correlation_claims(cells.reset_index()).iloc[0].measured
     # a stricter margin leaves out checkpoint 1 (0.53) as well
@@ -440,11 +462,11 @@ def test_no_judged_cell_is_never_reproduced():
     chance = {m: 0.5 for m in ("checkpoint 0.5", "checkpoint 1", "ratio 0.5")}
     cells = cells_of(a5_record(val_accuracy=chance))
     assert not cells.learned.any() and (cells.verdict == real_text_claims.EXCLUDED).all()
-    assert list(real_text_claims.kind_verdicts(cells).verdict) == [verdicts.NOT_RESOLVED]
+    assert list(real_text_claims.kind_verdicts(cells).verdict) == [verdicts.NOT_MEASURED]
     empty = real_text_claims.correlation_cells(pd.DataFrame())
     assert empty.empty and real_text_claims.kind_verdicts(empty).empty
     row = real_text_claims.correlation_claims(empty).iloc[0]
-    assert row.verdict == verdicts.NOT_RESOLVED and row.seeds == 0 and row.interval == "no judged cell"
+    assert row.verdict == verdicts.NOT_MEASURED and row.seeds == 0 and row.interval == "no judged cell"
     assert real_text_claims.final_checkpoint_points(pd.DataFrame()).empty
 
 
@@ -495,11 +517,12 @@ def test_scorecard_wording_does_not_depend_on_the_parameters():
 
 def test_scorecard_says_why_a_claim_is_not_judged():
     one = check_card(scorecard_of(synthetic_rows(seeds=(0,))))
-    assert all(r["verdict"] == verdicts.NOT_RESOLVED and r["seeds"] == 1 for r in one)
+    # one seed: no interval for the differences nor for the controls, so not measured
+    assert all(r["verdict"] == verdicts.NOT_MEASURED and r["seeds"] == 1 for r in one)
     assert all("one seed: no interval" in r["effect"] and "not judged: 1 seed" in r["effect"] for r in one)
     nothing = check_card(scorecard_of(pd.DataFrame()))
     assert [r["claim"] for r in nothing] == list(synthetic_claims.SYNTHETIC_CLAIMS.values())
-    assert all(r["verdict"] == verdicts.NOT_RESOLVED and r["effect"].startswith("not measured") for r in nothing)
+    assert all(r["verdict"] == verdicts.NOT_MEASURED and r["effect"].startswith("not measured") for r in nothing)
     partial = check_card(scorecard_of(synthetic_rows({"with": PAPER["with"], "cbow": PAPER["cbow"],
                                                           "scratch": PAPER["scratch"]})))
     assert len(partial) == len(synthetic_claims.SYNTHETIC_CLAIMS)  # every claim has a row, measured or not
@@ -508,10 +531,10 @@ def test_scorecard_says_why_a_claim_is_not_judged():
 
 def test_scorecard_table_has_readable_columns():
     table = synthetic_claims.scorecard_table(scorecard_of(synthetic_rows()))
-    assert list(table.columns) == ["Claim", "Verdict", "Controls", "Effect [95% CI]", "Seeds",
+    assert list(table.columns) == ["Claim", "Verdict", "Controls", "Effect [95% CI]", "Blocks",
                                    "Dose (ours / paper profile)", "Margin"]
-    assert list(synthetic_claims.scorecard_table([])) == ["Claim", "Verdict", "Controls", "Effect [95% CI]", "Seeds",
-                                   "Dose (ours / paper profile)"]
+    assert list(synthetic_claims.scorecard_table([])) == ["Claim", "Verdict", "Controls", "Effect [95% CI]",
+                                                          "Blocks", "Dose (ours / paper profile)"]
 
 
 def test_ci_text_explains_a_zero_width_interval():
@@ -521,8 +544,8 @@ def test_ci_text_explains_a_zero_width_interval():
     assert synthetic_claims.interval_text(0.5, 0.5, 0.5, 1, "repetition") == "0.500 (one repetition: no interval)"
     assert synthetic_claims.interval_text(float("nan"), float("nan"), float("nan"), 0) == "not measured"
     assert synthetic_claims.ci_text(Interval(0.5, 0.5, 0.5, 1), explain=False) == "0.500"
-    assert synthetic_claims.needed_text([16.0, 16.0]) == "16.000 [16.000, 16.000] examples (n=2, all equal: zero width)"
-    assert synthetic_claims.needed_text([16.0]) == "16.000 [16.000, 16.000] examples (n=1, one seed: no interval)"
+    assert synthetic_measures.needed_text([16.0, 16.0]) == "16.000 [16.000, 16.000] examples (n=2, all equal: zero width)"
+    assert synthetic_measures.needed_text([16.0]) == "16.000 [16.000, 16.000] examples (n=1, one seed: no interval)"
 
 
 def test_scorecard_says_once_why_its_intervals_have_zero_width():
@@ -534,21 +557,28 @@ def test_scorecard_says_once_why_its_intervals_have_zero_width():
 
 
 def test_correlation_scorecard():
-    low = check_card(card_of(a5_record(), a5_record(run="r1", seed=1)))
+    low = check_card(card_of(*three_seeds()))
     (row,) = low
     assert row["claim"] == f"{real_text_claims.REAL_CLAIM}: toy, word perturbations" and row["verdict"] == verdicts.REPRODUCED
-    assert row["seeds"] == 2 and row["delta"] == 0.3 and "6 of 6 judged cells low" in row["effect"]
+    assert row["seeds"] == 3 and row["delta"] == 0.3 and "9 of 9 judged cells low" in row["effect"]
     assert row["effect"].startswith("largest |r|: r = ") and "our thresholds" in row["effect"]
-    high = card_of(a5_record(correlated=("ratio 0.5",)))
-    assert high[0]["verdict"] == verdicts.CONTRADICTED and "ratio 0.5" in high[0]["effect"]
+    assert row["scale"] == "correlation r" and all(c["status"] == verdicts.PASSED and c["n"] == 3
+                                                   for c in row["controls"])
+    # every model tracks Delta-distribution: reproducible, and not low
+    high = card_of(*three_seeds(correlated=("checkpoint 0.5", "checkpoint 1", "ratio 0.5")))
+    assert high[0]["verdict"] == verdicts.CONTRADICTED
+    # one model tracks it, the others do not agree with it: Delta-pred is not reproducible
+    lone = card_of(*three_seeds(correlated=("ratio 0.5",)))
+    assert lone[0]["verdict"] == verdicts.INSENSITIVE and "ratio 0.5" in lone[0]["effect"]
     chance = {m: 0.5 for m in ("checkpoint 0.5", "checkpoint 1", "ratio 0.5")}
-    (unjudged,) = check_card(card_of(a5_record(val_accuracy=chance)))
-    assert unjudged["verdict"] == verdicts.NOT_RESOLVED and "not above the majority class" in unjudged["effect"]
+    # no model learned: no judged cell, and no learned model for the controls either
+    (unjudged,) = check_card(card_of(*three_seeds(val_accuracy=chance)))
+    assert unjudged["verdict"] == verdicts.NOT_MEASURED and "not above the majority class" in unjudged["effect"]
     (empty,) = check_card(real_text_claims.correlation_scorecard(real_text_claims.correlation_cells(pd.DataFrame())))
-    assert empty["verdict"] == verdicts.NOT_RESOLVED and empty["effect"].startswith("not measured")
-    few = card_of(a5_record(n=40, kinds=("word", "short-phrase"), min_examples=25))
-    assert [r["verdict"] for r in few] == [verdicts.NOT_RESOLVED] * 2
-    assert all("3 cells with too few perturbed inputs (fewer than 30 pairs" in r["effect"] for r in few)
+    assert empty["verdict"] == verdicts.NOT_MEASURED and empty["effect"].startswith("not measured")
+    few = card_of(*three_seeds(n=40, kinds=("word", "short-phrase"), min_examples=25))
+    assert [r["verdict"] for r in few] == [verdicts.NOT_MEASURED] * 2
+    assert all("9 cells with too few perturbed inputs (fewer than 30 pairs" in r["effect"] for r in few)
 
 
 # ---------------------------------------------------------------- positive controls
@@ -577,8 +607,8 @@ def test_a_with_corpus_that_did_not_make_synonyms_close_flags_every_claim():
     card = check_card(scorecard_of(synthetic_rows(), pretraining(0.05, 0.0)))
     judged = [r for r in card if r["controls"]]
     assert judged and all(any(not c["passed"] for c in r["controls"]) for r in judged)
-    # a clear difference keeps its verdict (it shows the design could see one), an equivalence would not
-    assert {r["verdict"] for r in judged} <= {verdicts.REPRODUCED, verdicts.CONTRADICTED, verdicts.INSENSITIVE}
+    # a failed control gives insensitive, whatever the interval says
+    assert {r["verdict"] for r in judged} == {verdicts.INSENSITIVE}
 
 
 def test_the_controls_need_the_pretraining_records():
@@ -587,15 +617,42 @@ def test_the_controls_need_the_pretraining_records():
 
 
 def test_a_low_correlation_of_noise_is_insensitive():
-    noise = a5_record()
+    noise = three_seeds()
     rng = np.random.default_rng(9)
-    noise["delta_pred"] = {m: rng.random(120).tolist() for m in noise["delta_pred"]}  # nothing reproducible
-    (row,) = check_card(card_of(noise))
+    for rec in noise:
+        rec["delta_pred"] = {m: rng.random(120).tolist() for m in rec["delta_pred"]}  # nothing reproducible
+    (row,) = check_card(card_of(*noise))
     assert row["verdict"] == verdicts.INSENSITIVE and "reproducible" in verdicts.controls_note(row["verdict"], row["controls"])
-    still = a5_record()
-    still["delta_pred"] = {m: [0.001] * 120 for m in still["delta_pred"]}  # perturbations move nothing
-    controls = real_text_claims.correlation_controls(pd.DataFrame([still]), "toy", "word", "claim")
-    assert controls[0]["passed"] is False
+    still = three_seeds()
+    for rec in still:
+        rec["delta_pred"] = {m: [0.001] * 120 for m in rec["delta_pred"]}  # perturbations move nothing
+    controls = real_text_claims.correlation_controls(pd.DataFrame(still), "toy", "word", "claim")
+    assert controls[0]["status"] == verdicts.FAILED and controls[0]["unit"] == "seeds"
+
+
+def test_the_reliability_control_never_pairs_a_model_with_itself_nor_an_unlearned_one():
+    # ratio 1 is checkpoint 1 saved twice; ratio 0.5 did not learn and tracks nothing the others do
+    recs = three_seeds(val_accuracy={"ratio 0.5": 0.5})
+    rng = np.random.default_rng(3)
+    for rec in recs:
+        rec["models"].append({"model": "ratio 1", "group": "ratio", "value": 1.0, "val_accuracy": 0.9})
+        rec["delta_pred"]["ratio 1"] = list(rec["delta_pred"]["checkpoint 1"])
+        rec["delta_pred"]["checkpoint 0.5"] = rng.random(120).tolist()  # unrelated to checkpoint 1
+        rec["delta_pred"]["ratio 0.5"] = (np.asarray(rec["delta_pred"]["checkpoint 1"])
+                                          + 0.01 * rng.random(120)).tolist()  # would lift the median
+    assert real_text_claims.distinct_models(
+        {m: np.asarray(v) for m, v in recs[0]["delta_pred"].items()}) == ["checkpoint 0.5", "checkpoint 1",
+                                                                          "ratio 0.5"]
+    cells = cells_of(*recs)
+    values = real_text_claims.control_values(pd.DataFrame(recs), "toy", "word",
+                                             {(r.run, r.model): r.learned for r in cells.itertuples()})
+    assert list(values.pairs) == [1, 1, 1] and (values.reliable.abs() < 0.3).all()  # one honest pair each
+    (row,) = check_card(real_text_claims.correlation_scorecard(cells, pd.DataFrame(recs)))
+    assert row["verdict"] == verdicts.INSENSITIVE
+    # counting every name as a model (the self-pair and the unlearned model in) would have passed it
+    preds = [pd.Series(v) for v in recs[0]["delta_pred"].values()]
+    naive = np.median([a.corr(b) for i, a in enumerate(preds) for b in preds[i + 1:]])
+    assert naive > real_text_claims.RELIABLE_MIN
 
 
 # ---------------------------------------------------------------- the summary pages' helpers
@@ -678,3 +735,74 @@ def test_figures_draw_one_panel_per_test_set_and_template():
     fig = figures.correlation_trends(cells, r_low=0.3)
     assert len(fig.axes) == 2 and len(fig.axes[0].lines) >= 1
     plt.close("all")
+
+
+# ---------------------------------------------------------------- controls on intervals, the majority class
+
+
+def test_synonyms_closer_is_an_interval_over_languages():
+    # three languages, two pretraining seeds each: one language's gap is small
+    pre = pd.concat([pretraining(0.5 + gap, 0.5, seeds=(0, 1)).assign(language_seed=lang)
+                     for lang, gap in ((1, 0.6), (2, 0.6), (3, 0.6))])
+    control = synthetic_claims.synonyms_closer(pre, "claim")
+    assert control["unit"] == "languages" and control["n"] == 3 and control["status"] == verdicts.PASSED
+    assert control["judged_on"] == pytest.approx(0.6) and control["source"] == "principle"
+    uneven = pd.concat([pretraining(0.5 + gap, 0.5, seeds=(0, 1)).assign(language_seed=lang)
+                        for lang, gap in ((1, 0.6), (2, 0.3), (3, 0.0))])
+    control = synthetic_claims.synonyms_closer(uneven, "claim")
+    # mean 0.3 is above 0.1, but the interval's low end is not
+    assert control["measured"] == pytest.approx(0.3) and control["low"] < 0.1
+    assert control["status"] == verdicts.FAILED
+    two = synthetic_claims.synonyms_closer(pretraining(0.9, 0.0, seeds=(0, 1)), "claim")
+    assert two["unit"] == "seeds" and two["status"] == verdicts.UNMEASURED
+
+
+def test_pretraining_helps_needs_with_above_its_majority_class():
+    # WITH 0.85 on B-D1 and above scratch, but its test set's majority class is 0.84
+    rows = synthetic_rows()
+    rows.loc[rows.test_set == "B-D1", "prior"] = 0.84
+    transfer = check_card(scorecard_of(rows))[0]
+    assert transfer["verdict"] == verdicts.INSENSITIVE
+    (failed,) = verdicts.failed_controls(transfer["controls"])
+    assert failed["name"].startswith("pretraining helps: WITH - its majority class on B-D1")
+    assert failed["judged_on"] == pytest.approx(0.01, abs=0.005) and failed["unit"] == "seeds"
+    # the paired interval itself is the other half of the control, judged on its low end
+    benefit = next(c for c in transfer["controls"] if c["name"].startswith("pretraining helps: WITH - scratch"))
+    assert benefit["status"] == verdicts.PASSED and benefit["judged_on"] == pytest.approx(transfer["controls"][1]["low"])
+
+
+def test_an_arm_at_its_majority_class_is_not_judged():
+    # scratch at 0.55 on B-D1 where the majority class scores 0.54: WITH's lead over it is not judged
+    rows = synthetic_rows()
+    rows.loc[rows.test_set == "B-D1", "prior"] = 0.54
+    card = {r["claim"]: r for r in check_card(scorecard_of(rows))}
+    transfer = card[synthetic_claims.SYNTHETIC_CLAIMS["transfer"]]
+    assert transfer["verdict"] == verdicts.NOT_RESOLVED and transfer["at_majority"] == ["scratch"]
+    assert "scratch 0.55" in transfer["effect"] and "(majority 0.540)" in transfer["effect"]
+    assert transfer["majority"]["WITH"] == {"accuracy": pytest.approx(0.85, abs=0.01), "majority": 0.54}
+    assert card[synthetic_claims.SYNTHETIC_CLAIMS["cbow"]]["at_majority"] == ["scratch"]
+
+
+def test_every_accuracy_row_needs_its_majority_class():
+    with pytest.raises(verdicts.ControlError, match="rows.prior"):
+        scorecard_of(synthetic_rows().drop(columns="prior"))
+
+
+def test_a_failed_control_makes_a_clear_difference_insensitive_too():
+    # shuffled far below WITH on both test sets (a clear interval), but WITH no better than scratch
+    # on A-D1 at the small sizes: the shuffled control's pretraining-helps control fails
+    rows = synthetic_rows({**PAPER, "scratch": {**PAPER["scratch"], "A-D1": (0.80, 0.85, 0.90)},
+                           "shuffled": {**PAPER["shuffled"], "A-D1": (0.55, 0.56, 0.57)}})
+    shuffled = next(r for r in check_card(scorecard_of(rows)) if "shuffling" in r["claim"])
+    assert shuffled["low"] > 0 and shuffled["verdict"] == verdicts.INSENSITIVE
+
+
+def test_the_dose_counts_tokens_seen():
+    ours = [{"tokens_seen": 2_112_000, "setup": {"steps": 1000, "batch_size": 64, "max_len": 64}}]
+    paper = [{"setup": {"steps": 2000, "batch_size": 64, "max_len": 64}}]
+    text = synthetic_claims.dose_text(ours, paper)
+    assert text.startswith("2,112,000 / 8,192,000 tokens of pretraining") and "tokens seen" in text
+    old = synthetic_claims.dose_text([{"setup": {"steps": 1000, "batch_size": 64, "max_len": 64}}], paper)
+    assert old.startswith("4,096,000 / 8,192,000") and "a record lacks tokens_seen" in old
+    faster = [{**ours[0], "setup": {**ours[0]["setup"], "lr": 0.5}}]
+    assert "; departs from the paper: MLM lr 0.5 (paper: " in synthetic_claims.dose_text(faster, paper)

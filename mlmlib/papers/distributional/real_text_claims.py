@@ -124,15 +124,21 @@ def correlation_cells(records: pd.DataFrame, *, r_low: float = 0.3, ci_max: floa
 
 
 def kind_verdicts(cells: pd.DataFrame) -> pd.DataFrame:
-    """One verdict per task and perturbation kind: verdicts.combine over its judged cells, with what was left out."""
-    columns = ["task", "kind", "verdict", "judged", "low", "too_small", "at_chance", "seeds"]
+    """One verdict per task and perturbation kind: verdicts.combine over its judged cells (`cells`),
+    given only with at least MIN_SEEDS fine-tuning seeds behind them (`verdict`: else not resolved,
+    or not measured with no judged cell of any seed), with what was left out."""
+    columns = ["task", "kind", "verdict", "cells", "judged", "low", "too_small", "at_chance", "seeds"]
     rows = []
     for (task, kind), part in cells.groupby(["task", "kind"], sort=True):
         judged = part[part["judged"].eq(True)]
-        rows.append({"task": task, "kind": kind, "verdict": verdicts.combine(judged["verdict"]),
+        combined = verdicts.combine(judged["verdict"])
+        seeds = int(judged["seed"].nunique())
+        verdict = (combined if seeds >= verdicts.MIN_SEEDS else
+                   verdicts.NOT_RESOLVED if seeds else verdicts.NOT_MEASURED)
+        rows.append({"task": task, "kind": kind, "verdict": verdict, "cells": combined,
                      "judged": len(judged), "low": int((judged["verdict"] == verdicts.REPRODUCED).sum()),
                      "too_small": int((part["learned"].eq(True) & part["too_few"].eq(True)).sum()),
-                     "at_chance": int((~part["learned"].eq(True)).sum()), "seeds": int(judged["seed"].nunique())})
+                     "at_chance": int((~part["learned"].eq(True)).sum()), "seeds": seeds})
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -159,7 +165,7 @@ def correlation_claims(cells: pd.DataFrame, r_low: float = 0.3, ci_max: float = 
     """The real-text claim next to what was measured, one row per task and perturbation kind."""
     if not len(cells):
         row = {"claim": REAL_CLAIM, "measured": "no A5 perturbation records", "interval": "no judged cell",
-               "seeds": 0, "verdict": verdicts.NOT_RESOLVED}
+               "seeds": 0, "verdict": verdicts.NOT_MEASURED}
         return pd.DataFrame([row], columns=COLUMNS)
     rows = []
     for v in kind_verdicts(cells).itertuples():
@@ -178,28 +184,82 @@ def correlation_claims(cells: pd.DataFrame, r_low: float = 0.3, ci_max: float = 
 
 # Controls of the real-text claim: a low r means something only if the perturbations move the
 # fine-tuned models and Delta-pred is a reproducible quantity (it agrees between fine-tuned models).
+# Each is judged on an interval over fine-tuning seeds (the A5 runs): the models of one run share
+# its fine-tuning and its perturbed inputs, so they are not independent blocks; fewer than
+# MIN_SEEDS seeds leave the controls, and the claim, not measured.
 MOVES_MIN = 0.02        # mean Delta-pred (L1 distance of output distributions, 0 to 2)
-RELIABLE_MIN = 0.3      # median Pearson r of Delta-pred between two fine-tuned models
+MOVES_SOURCE = "principle: 1% of the L1 distance's range (0 to 2)"
+RELIABLE_MIN = 0.3      # median Pearson r of Delta-pred between two distinct fine-tuned models
+RELIABLE_SOURCE = ("principle: a quantity reproducible at r can correlate with anything at most "
+                   "sqrt(r) (Spearman's attenuation); sqrt(0.3) = 0.55 lets a correlation beyond "
+                   "the page's ci_max 0.5 show")
+SEED_UNIT = "seeds"
 
 
-def correlation_controls(records: pd.DataFrame, task: str, kind: str, claim: str) -> list[dict]:
-    """The real-text claim's positive controls for one task and perturbation kind, from A5's
-    records: the perturbations move the fine-tuned models (took), and Delta-pred is reproducible
-    across fine-tuned models, so that it could correlate with something (exists)."""
-    moves, reliable = [], []
+def distinct_models(delta_pred: dict[str, np.ndarray]) -> list[str]:
+    """The models of one run with their own Delta-pred: a name whose Delta-pred equals an earlier
+    one's on every input is the same model saved twice (the full-data run's last checkpoint is also
+    "ratio 1") and is dropped."""
+    kept: list[str] = []
+    for name, values in delta_pred.items():
+        if not any(np.array_equal(values, delta_pred[k], equal_nan=True) for k in kept):
+            kept.append(name)
+    return kept
+
+
+def control_values(records: pd.DataFrame, task: str, kind: str,
+                   learned: dict[tuple[str, str], bool] | None = None) -> pd.DataFrame:
+    """Per fine-tuning seed, from A5's records of `task`: the mean Delta-pred of `kind`'s perturbed
+    inputs over its learned, distinct models (`moves`), the median Pearson r of Delta-pred between
+    every pair of them (`reliable`) and how many pairs (`pairs`).
+
+    learned: {(run, model): whether the model beat its majority class by the learned margin}
+    (`correlation_cells`' `learned`); a model that did not learn is left out. None: every model.
+    """
+    rows = []
     part = records[records["task"] == task] if "task" in records else records
     for rec in part.itertuples():
         kinds = np.array([p["kind"] for p in rec.perturbations])
-        preds = [np.asarray(v, dtype=float)[kinds == kind] for v in rec.delta_pred.values()]
-        moves += [float(np.nanmean(v)) for v in preds if len(v)]
-        reliable += [float(pd.Series(a).corr(pd.Series(b))) for i, a in enumerate(preds) for b in preds[i + 1:]
-                     if len(a) > 2]
+        preds = {m: np.asarray(v, dtype=float)[kinds == kind] for m, v in rec.delta_pred.items()}
+        preds = {m: v for m, v in preds.items() if len(v) and (learned or {}).get((rec.run_id, m), True)}
+        models = distinct_models(preds)
+        pairs = [float(pd.Series(preds[a]).corr(pd.Series(preds[b])))
+                 for i, a in enumerate(models) for b in models[i + 1:] if len(preds[a]) > 2]
+        rows.append({"seed": rec.seed, "run": rec.run_id,
+                     "moves": float(np.mean([np.nanmean(preds[m]) for m in models])) if models else np.nan,
+                     "reliable": float(np.nanmedian(pairs)) if pairs else np.nan, "pairs": len(pairs)})
+    frame = pd.DataFrame(rows, columns=["seed", "run", "moves", "reliable", "pairs"])
+    return frame.groupby("seed", as_index=False).agg(moves=("moves", "mean"), reliable=("reliable", "mean"),
+                                                     pairs=("pairs", "sum"))
+
+
+def correlation_controls(records: pd.DataFrame, task: str, kind: str, claim: str,
+                         cells: pd.DataFrame | None = None) -> list[dict]:
+    """The real-text claim's positive controls for one task and perturbation kind, from A5's
+    records, each an interval over fine-tuning seeds (`control_values`): the perturbations move the
+    fine-tuned models (took), and Delta-pred is reproducible across distinct fine-tuned models
+    that learned the task, so that it could correlate with something (exists).
+
+    cells: `correlation_cells` of the same records, for which models learned; None: every model.
+    """
+    learned = (None if cells is None else
+               {(r.run, r.model): bool(r.learned) for r in cells.itertuples()})
+    values = control_values(records, task, kind, learned)
     field = "A5 delta_pred"
     return [verdicts.control(claim, "the perturbations move the fine-tuned models: mean Delta-pred", verdicts.TOOK,
-                          float(np.mean(moves)) if moves else None, MOVES_MIN, bounds=(0, 2), field=field),
-            verdicts.control(claim, "Delta-pred is reproducible: median r between fine-tuned models", verdicts.EXISTS,
-                          float(np.nanmedian(reliable)) if reliable else None, RELIABLE_MIN, bounds=(-1, 1),
-                          field=field)]
+                             stats.mean_ci(values["moves"]), MOVES_MIN, bounds=(0, 2), field=field,
+                             unit=SEED_UNIT, source="principle"),
+            verdicts.control(claim, "Delta-pred is reproducible: median r between distinct learned fine-tuned "
+                             "models", verdicts.EXISTS, stats.mean_ci(values["reliable"]), RELIABLE_MIN,
+                             bounds=(-1, 1), field=field, unit=SEED_UNIT, source="principle")]
+
+
+def _controls_values_text(records: pd.DataFrame, task: str, kind: str, cells: pd.DataFrame) -> str:
+    """The controls' per-seed values, for a row whose controls have too few seeds for an interval."""
+    learned = {(r.run, r.model): bool(r.learned) for r in cells.itertuples()}
+    values = control_values(records, task, kind, learned)
+    return "; ".join(f"seed {int(v.seed)}: mean Delta-pred {v.moves:.3f}, median r {v.reliable:.3f} over "
+                     f"{int(v.pairs)} pairs of distinct learned models" for v in values.itertuples())
 
 
 def correlation_scorecard(cells: pd.DataFrame, records: pd.DataFrame | None = None, r_low: float = 0.3,
@@ -208,13 +268,15 @@ def correlation_scorecard(cells: pd.DataFrame, records: pd.DataFrame | None = No
 
     effect: the judged cell with the largest |r|, its 95% bootstrap interval and where it is, how
     many judged cells are low, and how many cells were left out and why; `delta` is r_low, our
-    "low" margin around 0. With no cell at all, one row, not resolved, says so.
+    "low" margin around 0. The verdict (`kind_verdicts`: none from fewer than MIN_SEEDS fine-tuning
+    seeds) goes through `verdicts.decide` with the controls of `correlation_controls`. With no cell
+    at all, one row, not measured, says so.
     """
-    common = {"dose": dose, "testbed": REAL_TESTBED,
+    common = {"dose": dose, "testbed": REAL_TESTBED, "unit": SEED_UNIT, "scale": "correlation r",
               "delta_source": f"|r| < {r_low:g} is ours: paper A states no threshold for a low r"}
     if not len(cells):
-        return [verdicts.card(REAL_CLAIM, "not measured: no A5 perturbation records", 0, r_low, verdicts.NOT_RESOLVED,
-                           **common)]
+        return [verdicts.card(REAL_CLAIM, "not measured: no A5 perturbation records", 0, r_low,
+                              verdicts.NOT_MEASURED, **common)]
     rows = []
     for v in kind_verdicts(cells).itertuples():
         part = cells[(cells["task"] == v.task) & (cells["kind"] == v.kind)]
@@ -230,11 +292,16 @@ def correlation_scorecard(cells: pd.DataFrame, records: pd.DataFrame | None = No
             effect = "not judged: no cell of a model that learned the task has enough perturbed inputs"
         left_out = _left_out_text(part, min_n)
         claim = _claim_text(v.task, v.kind)
-        controls = correlation_controls(records, v.task, v.kind, claim) if records is not None else []
-        # no judged cell: not resolved for want of data, whatever the controls say
-        verdict = verdicts.apply_controls(v.verdict, controls, claim, bound=True) if len(judged) else v.verdict
-        rows.append(verdicts.card(claim, effect + (f"; {left_out}" if left_out else ""), v.seeds, r_low, verdict,
-                               diff=diff, direction="equivalent", controls=controls, **common))
+        if records is None:
+            raise verdicts.ControlError(f"claim {claim!r}: its controls need A5's records (records=None)")
+        controls = correlation_controls(records, v.task, v.kind, claim, part)
+        if 0 < v.seeds < verdicts.MIN_SEEDS:
+            effect += (f"; not resolved: {'one seed' if v.seeds == 1 else f'{v.seeds} seeds'} (the cells "
+                       f"say {v.cells}; a verdict needs {verdicts.MIN_SEEDS} fine-tuning seeds); controls "
+                       f"by seed: {_controls_values_text(records, v.task, v.kind, part)}")
+        rows.append(verdicts.card(claim, effect + (f"; {left_out}" if left_out else ""), v.seeds, r_low,
+                                  verdicts.decide(v.verdict, controls, claim), diff=diff,
+                                  direction="equivalent", controls=controls, **common))
     return rows
 
 

@@ -3,7 +3,8 @@
 Each summary saves a scorecard: short rows with SCORECARD_KEYS, worded the same in every profile
 (`scorecard` here; the real-text claim's are in `real_text_claims`). Every verdict uses the one
 vocabulary and rules of `mlmlib.verdicts`, over intervals of `mlmlib.stats`. The claims read the
-rows of A3_synthetic_finetune and, for the controls, the records of A2_synthetic_pretrain.
+rows of A3_synthetic_finetune, as the per-seed statistics and language-blocked intervals of
+`synthetic_measures`, and, for the controls, the records of A2_synthetic_pretrain.
 """
 
 from __future__ import annotations
@@ -15,6 +16,20 @@ import pandas as pd
 
 from mlmlib import configs, stats, verdicts
 from mlmlib.papers.distributional.config import TEST_SETS, Setup
+from mlmlib.papers.distributional.synthetic_measures import (
+    BLOCK,
+    arm_ci,
+    at_size,
+    block_ci,
+    examples_needed,
+    learning_curve_area,
+    needed_text,
+    paired_diff,
+    per_seed,
+    small_sizes_accuracy,
+    unit_of,
+    with_language,
+)
 from mlmlib.verdicts import (  # noqa: F401 - shared by the three papers, used by the notebooks
     SCORECARD_COLUMNS,
     SCORECARD_KEYS,
@@ -50,8 +65,15 @@ TESTBED = "synthetic languages"
 PAPER_EFFECT = None
 DELTA_SOURCE = ("paper A's effect sizes are not in our notes (its body was not readable offline); "
                 "our CPU pilot's WITH - WITHOUT on B-D1 was about 0.3")
-# Positive controls (verdicts.control), thresholds stated on the summary page.
-SYNONYMS_CLOSER_MIN = 0.1  # WITH's synonym-pair cosine minus WITHOUT's, A2's embeddings
+# Positive controls (verdicts.control), thresholds stated on the summary page with their source.
+# A principle, not a pilot: a cosine gap of a tenth of the scale on which an unrelated pair sits at
+# 0 and one token's own vector at 1 (paper A's notes give no number).
+SYNONYMS_CLOSER_MIN = 0.1  # WITH's synonym-pair cosine minus WITHOUT's, A2's input embeddings
+SYNONYMS_CLOSER_SOURCE = ("principle: a tenth of the cosine scale on which an unrelated pair sits "
+                          "at 0 and a token's own vector at 1")
+# A pretrained arm has learned its task when it beats its test set's majority class by the book's
+# learned margin (verdicts.LEARNED_MARGIN), judged on the near end of the interval over blocks.
+LEARNED_SOURCE = "principle: the book's learned margin over the majority class"
 
 
 def ci_text(ci: stats.Interval, unit: str = "seed", explain: bool = True) -> str:
@@ -59,29 +81,38 @@ def ci_text(ci: stats.Interval, unit: str = "seed", explain: bool = True) -> str
     return interval_text(ci.mean, ci.low, ci.high, ci.n, unit, explain)
 
 
-def _arms_text(arms: dict[str, stats.Interval]) -> str:
-    """Several arms' means with their intervals: "WITH 0.85 [0.84, 0.86], WITHOUT ..."."""
-    return ", ".join(f"{name} {ci_text(ci, explain=False)}" for name, ci in arms.items())
+def _arms_text(arms: dict[str, stats.Interval],
+               majority: dict[str, tuple[float, float]] | None = None) -> str:
+    """Several arms' means with their intervals, each beside its majority class where given:
+    "WITH 0.85 [0.84, 0.86] (majority 0.58), WITHOUT ..."."""
+    majority = majority or {}
+    return ", ".join(f"{name} {ci_text(ci, explain=False)}"
+                     + (f" (majority {majority[name][1]:.3f})" if name in majority else "")
+                     for name, ci in arms.items())
 
 
 def _card(claim: str, effect: str, intervals: dict[str, stats.Interval], delta: float | None,
           verdict: str, **fields) -> dict:
     """One scorecard row (verdicts.card); `seeds` is the fewest values behind any of its intervals.
 
-    A verdict not resolved for want of seeds says so in its effect text.
+    A verdict not given for want of blocks says so in its effect text.
     """
     seeds = min((ci.n for ci in intervals.values()), default=0)
+    unit = fields.get("unit", "seeds")
     if any(ci.n == 1 for ci in intervals.values()):
         effect += "; one seed: no interval"
     elif any(ci.n > 1 and ci.low == ci.high for ci in intervals.values()):
         effect += "; an interval of zero width: its seeds gave equal values"
-    if verdict == verdicts.NOT_RESOLVED and 0 < seeds < verdicts.MIN_SEEDS:
-        effect += f"; not judged: {seeds} seed{'s' if seeds > 1 else ''}, a verdict needs {verdicts.MIN_SEEDS}"
+    if verdict in (verdicts.NOT_RESOLVED, verdicts.NOT_MEASURED) and 0 < seeds < verdicts.MIN_SEEDS:
+        one = unit.removesuffix("s")
+        effect += (f"; not judged: {seeds} {one if seeds == 1 else unit}, a verdict needs "
+                   f"{verdicts.MIN_SEEDS}")
     return verdicts.card(claim, effect, seeds, delta, verdict, **fields)
 
 
 def pretraining_tokens(params: dict) -> int:
-    """Tokens one A2 pretraining reads: steps x batch x sequence length.
+    """Tokens one A2 pretraining would read at most: steps x batch x sequence length (a plan's
+    upper bound: a sequence shorter than the length is padded, and padding is not read).
 
     params: an A2 run's parameters, with the `setup` group (overrides or resolved), or, in records
     made before A2 took the group, its fields as flat parameters.
@@ -91,161 +122,130 @@ def pretraining_tokens(params: dict) -> int:
     return int(values["steps"]) * int(values["batch_size"]) * int(values["max_len"])
 
 
+def tokens_seen(record: dict) -> tuple[int, bool]:
+    """Tokens one A2 pretraining read: its record's `tokens_seen` (padding not counted), True; or,
+    for a record without it (or a plan), `pretraining_tokens`' upper bound, False."""
+    seen = record.get("tokens_seen")
+    if seen is not None and np.isfinite(float(seen)):
+        return int(seen), True
+    return pretraining_tokens(record), False
+
+
 def dose_text(ours: list[dict], paper: list[dict]) -> str:
-    """Pretraining tokens per model, ours against the paper profile's (the whole pretraining is the
-    intervention whose benefits the claims explain)."""
-    return verdicts.dose_text(pretraining_tokens(ours[0]) if ours else None,
-                              pretraining_tokens(paper[0]) if paper else None,
-                              "tokens of pretraining")
+    """Pretraining tokens per model, ours (tokens seen, from A2's records) against the paper
+    profile's (a plan: steps x batch x max length), with the settings that depart from the paper's
+    recipe (`departures`, through `verdicts.with_departures`). The whole pretraining is the
+    intervention whose benefits the claims explain."""
+    if not ours:
+        return verdicts.dose_text(None, None, "")
+    seen = [tokens_seen(r) for r in ours]
+    counted = all(ok for _, ok in seen)
+    value = round(np.mean([n for n, _ in seen]))
+    what = ("tokens of pretraining per model (ours: tokens seen, A2's tokens_seen"
+            if counted else "tokens of pretraining per model (ours: steps x batch x max length, "
+            "an upper bound: a record lacks tokens_seen")
+    what += "; the paper profile's: steps x batch x max length)" if paper else ")"
+    dose = verdicts.dose_text(value, tokens_seen(paper[0])[0] if paper else None, what)
+    return verdicts.with_departures(dose, departures(ours, paper))
+
+
+# Why a pretraining setting departs from the paper's recipe (the chapter's table gives the values).
+DEPARTURE_REASONS = {
+    "lr": "the tiny encoder converges in minutes on a CPU only at a far higher rate (A2 checks it converged)",
+    "warmup_frac": "chosen with that learning rate for the tiny encoder",
+    "weight_decay": "chosen with that learning rate for the tiny encoder",
+    "beta2": "chosen with that learning rate for the tiny encoder",
+}
+
+
+def departures(ours: list[dict], paper: list[dict]) -> dict[str, str]:
+    """The pretraining settings of `ours` (A2 records or plans) that differ from the paper
+    profile's, each with its reason (DEPARTURE_REASONS): '{setting} {ours} (paper: {theirs})'."""
+    if not ours or not paper:
+        return {}
+
+    def setup(params):
+        group = params.get("setup")
+        return configs.resolve(Setup, group) if isinstance(group, dict) else params
+
+    mine, theirs = setup(ours[0]), setup(paper[0])
+    return {f"MLM {key} {mine[key]:g} (paper: {theirs[key]:g})": why
+            for key, why in DEPARTURE_REASONS.items()
+            if key in mine and key in theirs and mine[key] != theirs[key]}
 
 
 def synonyms_closer(pretraining: pd.DataFrame | None, claim: str) -> dict:
-    """Control (took): pretraining on WITH puts synonyms closer than WITHOUT does: the mean
-    synonym-pair embedding cosine of the mix models minus the shift models (A2's records)."""
+    """Control (took): pretraining on WITH puts synonyms closer than WITHOUT does: the synonym-pair
+    embedding cosine of the mix models minus the shift models (A2's records), paired by language
+    and pretraining seed, each language's mean over its seeds, then an interval over languages (over
+    seeds with one language: `block_ci`)."""
     name = "the WITH corpus makes synonyms close: synonym-pair cosine, WITH - WITHOUT"
     field = "A2 embedding_similarity.synonyms"
     sims = verdicts.record_value(pretraining, "embedding_similarity", claim, name)
     synonyms = sims.map(lambda d: d.get("synonyms") if isinstance(d, dict) else None).astype(float)
-    by_corpus = pretraining.assign(_synonyms=synonyms).groupby("corpus")["_synonyms"].mean()
-    value = (by_corpus["mix"] - by_corpus["shift"]) if {"mix", "shift"} <= set(by_corpus.index) else None
-    return verdicts.control(claim, name, verdicts.TOOK, value, SYNONYMS_CLOSER_MIN, bounds=(0, 2), field=field)
+    frame = with_language(pretraining.assign(_synonyms=synonyms))
+    if "seed" not in frame:
+        frame = frame.assign(seed=0)
+    by = frame.groupby(["corpus", *BLOCK])["_synonyms"].mean()
+    pairs = (sorted(set(by["mix"].index) & set(by["shift"].index))
+             if {"mix", "shift"} <= set(by.index.get_level_values(0)) else [])
+    diffs = np.array([by["mix"][k] - by["shift"][k] for k in pairs], dtype=float)
+    languages = np.array([k[0] for k in pairs], dtype=int)
+    measured = block_ci(diffs, languages)
+    unit = "languages" if len(set(languages.tolist())) > 1 else "seeds"
+    return verdicts.control(claim, name, verdicts.TOOK, measured, SYNONYMS_CLOSER_MIN, bounds=(0, 2),
+                            field=field, unit=unit, source="principle")
 
 
-def benefit_exists(diff: stats.Interval, what: str, claim: str) -> dict:
-    """Control (exists): pretraining's benefit that the claim explains is there: the lower end of
-    the paired 95% interval of `what` lies above zero."""
-    return verdicts.control(claim, f"pretraining helps: lower end of the 95% interval of {what}", verdicts.EXISTS,
-                         diff.low if diff.n else None, 0.0, op=">", field=f"A3 rows.accuracy ({what})")
+def benefit_exists(diff: stats.Interval, what: str, claim: str, unit: str = "seeds") -> dict:
+    """Control (exists): pretraining's benefit that the claim explains is there: the paired 95%
+    interval of `what` (its blocks in `unit`) lies above zero, judged on its low end."""
+    return verdicts.control(claim, f"pretraining helps: {what} above 0", verdicts.EXISTS, diff, 0.0, op=">",
+                            field=f"A3 rows.accuracy ({what})", unit=unit, source="principle")
 
 
-def examples_needed(sizes, accuracies, target: float) -> float:
-    """Training examples needed to reach `target` accuracy: log-linear interpolation; inf if never."""
-    sizes, accs = np.asarray(sizes, float), np.asarray(accuracies, float)
-    order = np.argsort(sizes)
-    sizes, accs = sizes[order], accs[order]
-    if accs[0] >= target:
-        return float(sizes[0])
-    for i in range(1, len(sizes)):
-        if accs[i] >= target:
-            frac = (target - accs[i - 1]) / (accs[i] - accs[i - 1])
-            return float(np.exp(np.log(sizes[i - 1]) + frac * (np.log(sizes[i]) - np.log(sizes[i - 1]))))
-    return math.inf
+def _priors(table: pd.DataFrame, claim: str, arm: str) -> pd.Series:
+    """The rows' majority-class accuracies, or a ControlError naming the claim, the arm and the field."""
+    if "prior" not in table or table.prior.isna().any():
+        raise verdicts.ControlError(f"claim {claim!r}: arm {arm!r} has no majority-class baseline "
+                                    "(A3 record field 'rows.prior')")
+    return table.prior
 
 
-def learning_curve_area(sizes, accuracies) -> float:
-    """Mean accuracy over the training sizes, trapezoids on a log-size axis (sample efficiency)."""
-    sizes, accs = np.asarray(sizes, float), np.asarray(accuracies, float)
-    order = np.argsort(sizes)
-    x, y = np.log(sizes[order]), accs[order]
-    if len(x) == 1:
-        return float(y[0])
-    return float(np.trapezoid(y, x) / (x[-1] - x[0]))
+def above_majority(table: pd.DataFrame, model: str, claim: str) -> stats.Interval:
+    """`model`'s accuracy minus its test set's majority-class accuracy (A3's `prior`), over the
+    blocks of `block_ci`; rows without `prior` stop with an error naming the claim."""
+    part = with_language(table[table.model == model])
+    prior = _priors(part, claim, ARM_NAMES.get(model, model))
+    return block_ci(part.value - prior, part.language_seed)
 
 
-def small_sizes_accuracy(sizes, accuracies) -> float:
-    """Mean accuracy at the smaller half of the training sizes (the middle one included): where
-    pretraining's sample efficiency shows, before scratch catches up."""
-    sizes, accs = np.asarray(sizes, float), np.asarray(accuracies, float)
-    order = np.argsort(sizes)
-    return float(accs[order][: (len(sizes) + 1) // 2].mean())
+def pretraining_helps(table: pd.DataFrame, where: str, claim: str, unit: str,
+                      diff: stats.Interval | None = None) -> list[dict]:
+    """Controls (exists): pretraining helps on `where`, as two intervals over `unit`: WITH - scratch
+    above zero (`benefit_exists`; `diff`, else paired from `table`), and WITH above its majority
+    class by the learned margin (WITH accuracy - majority, judged on the low end)."""
+    diff = paired_diff(table, "with", "scratch") if diff is None else diff
+    return [benefit_exists(diff, f"WITH - scratch on {where}", claim, unit),
+            verdicts.control(claim, f"pretraining helps: WITH - its majority class on {where} above "
+                             f"{verdicts.LEARNED_MARGIN:g}", verdicts.EXISTS,
+                             above_majority(table, "with", claim), verdicts.LEARNED_MARGIN, op=">",
+                             bounds=(0, 1), field=f"A3 rows.accuracy - rows.prior ({where})", unit=unit,
+                             source="principle")]
 
 
-# The seeds of one comparison: a language and, within it, a pretraining (= fine-tuning) seed.
-BLOCK = ["language_seed", "seed"]
-
-
-def with_language(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows with a `language_seed` column (records made before it was a grid value: 0)."""
-    frame = frame if isinstance(frame, pd.DataFrame) else pd.DataFrame(frame)
-    if "language_seed" not in frame:
-        frame = frame.assign(language_seed=0)
-    return frame.assign(language_seed=frame.language_seed.fillna(0).astype(int))
-
-
-def per_seed(rows, test_set: str, bd2_fraction: float, statistic, **kw) -> pd.DataFrame:
-    """Apply statistic(sizes, accuracies, **kw) to each (model, language, seed) learning curve."""
-    frame = with_language(rows)
-    part = frame[(frame.test_set == test_set) & np.isclose(frame.bd2_fraction, bd2_fraction)]
-    out = [{"model": model, "language_seed": lang, "seed": seed,
-            "value": statistic(g.train_size.values, g.accuracy.values, **kw)}
-           for (model, lang, seed), g in part.groupby(["model", *BLOCK])]
-    return pd.DataFrame(out, columns=["model", *BLOCK, "value"])
-
-
-def paired(frame, model_a: str, model_b: str, value: str = "value"):
-    """Values of two models over the (language, seed) pairs both have, aligned: (a, b, languages)."""
-    frame = with_language(frame)
-    a = frame[frame.model == model_a].set_index(BLOCK)[value]
-    b = frame[frame.model == model_b].set_index(BLOCK)[value]
-    keys = sorted(set(a.index) & set(b.index))
-    return (a.loc[keys].to_numpy(float), b.loc[keys].to_numpy(float),
-            np.array([k[0] for k in keys], dtype=int))
-
-
-def block_ci(values, languages) -> stats.Interval:
-    """Mean and 95% interval with the language as the block: with several languages, the mean of
-    each language's seeds, then a Student-t interval across languages (n counts languages); with
-    one language, a t interval across its seeds (n counts seeds).
-
-    Seeds of one language share its chains and label patterns, so they are not independent draws
-    of what the claim is about; the per-language means are.
-    """
-    values, languages = np.asarray(values, float), np.asarray(languages)
-    if len(set(languages.tolist())) < 2:
-        return stats.mean_ci(values)
-    means = [values[languages == lang].mean() for lang in sorted(set(languages.tolist()))]
-    return stats.mean_ci(means)
-
-
-def blocks_text(frame) -> str:
-    """How the intervals treat languages and seeds, for the page."""
-    frame = with_language(frame)
-    per = frame.groupby("language_seed").seed.nunique()
-    if len(per) < 2:
-        return (f"one language (seed {int(per.index[0])}), {int(per.iloc[0])} seeds: Student-t "
-                "intervals across seeds") if len(per) else "no runs"
-    count = f"{int(per.min())}" if per.min() == per.max() else f"{int(per.min())}-{int(per.max())}"
-    return (f"{len(per)} languages (seeds {[int(x) for x in per.index]}), {count} pretraining seeds each: "
-            "each language's mean over its seeds, then a Student-t interval across languages (n counts "
-            "languages)")
-
-
-def _at(frame, test_set: str, bd2_fraction: float, size=None) -> pd.DataFrame:
-    """Per-(model, language, seed) accuracy on one test set and fraction, at `size` (default: the largest)."""
-    frame = with_language(frame)
-    part = frame[(frame.test_set == test_set) & np.isclose(frame.bd2_fraction, bd2_fraction)]
-    size = part.train_size.max() if size is None else size
-    part = part[part.train_size == size]
-    return part.rename(columns={"accuracy": "value"})[["model", *BLOCK, "value"]]
-
-
-def needed_text(values) -> str:
-    """Examples needed over seeds: mean and interval when every seed got there, else how many did."""
-    values = np.asarray(values, float)
-    reached = np.isfinite(values)
-    if reached.all():
-        ci = stats.mean_ci(values)
-        why = ", one seed: no interval" if ci.n == 1 else ", all equal: zero width" if ci.low == ci.high else ""
-        return str(ci).replace(" (n=", " examples (n=")[:-1] + why + ")"
-    return f"{reached.sum()}/{len(values)} seeds reached it"
-
-
-def paired_diff(table, model_a: str, model_b: str) -> stats.Interval:
-    """Mean difference model_a - model_b over the (language, seed) pairs both have, with its 95%
-    interval, the language as the block (`block_ci`).
-
-    A3's arms of one seed share everything a seed draws (the language, the fine-tuning seed, its
-    sample, the pretraining seed of WITH and WITHOUT): pairing removes that shared noise.
-    """
-    a, b, languages = paired(table, model_a, model_b)
-    return block_ci(a - b, languages)
-
-
-def arm_ci(table, model: str) -> stats.Interval:
-    """One arm's mean with its 95% interval, the language as the block (`block_ci`)."""
-    table = with_language(table)
-    part = table[table.model == model]
-    return block_ci(part.value, part.language_seed)
+def majority_of(table: pd.DataFrame, models, claim: str, prefix: str = ""
+                ) -> dict[str, tuple[float, float]]:
+    """{arm: (its mean accuracy, its test sets' mean majority-class accuracy)} over the blocks of
+    `block_ci`, like with like; rows without `prior` stop with an error naming the claim."""
+    out = {}
+    for model in models:
+        part = with_language(table[table.model == model])
+        name = prefix + ARM_NAMES.get(model, model)
+        prior = _priors(part, claim, name)
+        out[name] = (block_ci(part.value, part.language_seed).mean,
+                     block_ci(prior, part.language_seed).mean)
+    return out
 
 
 def all_above_zero(diffs: dict[str, stats.Interval], margin: float) -> str:
@@ -272,14 +272,18 @@ def all_above_zero(diffs: dict[str, stats.Interval], margin: float) -> str:
 
 
 def _judged(frame, pretraining, margin: float, target: float) -> list[dict]:
-    """Each synthetic claim judged: its texts, intervals, effect text, margin, controls and verdict.
+    """Each synthetic claim judged: its texts, intervals, effect text, margin, controls, arms with
+    their majority class, and verdict.
 
-    Every comparison is a difference paired over seeds, judged with the one margin `margin`: an
-    interval inside +-margin is "equivalent" only when the claim's positive controls passed
-    (`synonyms_closer`: WITH's pretraining made synonyms close; `benefit_exists`: the benefit the
-    claim explains is there), else "insensitive" (verdicts.apply_controls).
+    Every comparison is a difference paired over seeds (blocked by language, `block_ci`), judged
+    with the one margin `margin`, then `verdicts.decide` with the claim's positive controls
+    (`synonyms_closer`: WITH's pretraining made synonyms close; `pretraining_helps`: the benefit the
+    claim explains is there and WITH beats its majority class) and its arms at their majority class
+    (`verdicts.at_majority`): a failed control gives "insensitive", a control without an interval
+    "not measured", an arm that has not learned "not resolved".
     """
     out = []
+    unit = unit_of(frame)
 
     def ci(table, model):
         return arm_ci(table, model)
@@ -287,23 +291,17 @@ def _judged(frame, pretraining, margin: float, target: float) -> list[dict]:
     def have(table, *models):
         return all((table.model == m).any() for m in models)
 
-    def judged(key, claim, measured, intervals, verdict, effect, controls, headline, suffix="",
-               directions=None, explains=False):
+    def judged(key, claim, measured, intervals, verdict, effect, controls, headline, majority,
+               suffix="", directions=None):
         # directions: {difference: what the claim needs of it, or None for one shown beside the
         # verdict (a control's, a share's)}; every other difference "greater".
-        # explains: the claim is about how much of pretraining's benefit the property explains, so
-        # without that benefit (a failed control) no interval can speak for or against it, not even
-        # one clear of zero: insensitive.
         diffs = {name: (directions or {}).get(name, "greater") for name in intervals if " - " in name}
         diffs = {name: d for name, d in diffs.items() if d is not None}
-        bound = "at_most" in diffs.values()
-        if min(ci.n for ci in intervals.values()) >= verdicts.MIN_SEEDS:  # too few seeds: not resolved
-            verdict = verdicts.apply_controls(verdict, controls, claim, bound=bound)
-            if explains and verdicts.failed_controls(controls):
-                verdict = verdicts.INSENSITIVE
+        below = verdicts.at_majority(majority, claim)
         out.append({"key": key, "claim": claim, "measured": measured, "intervals": intervals,
-                    "verdict": verdict, "effect": effect, "delta": margin, "suffix": suffix,
-                    "directions": diffs, "controls": controls, "headline": headline})
+                    "verdict": verdicts.decide(verdict, controls, claim, below), "effect": effect,
+                    "delta": margin, "suffix": suffix, "directions": diffs, "controls": controls,
+                    "headline": headline, "majority": majority, "at_majority": below})
 
     def weakest(diffs):  # the interval all_above_zero judges: the forest plot's point
         return stats.Interval(min(d.mean for d in diffs.values()), min(d.low for d in diffs.values()),
@@ -316,43 +314,47 @@ def _judged(frame, pretraining, margin: float, target: float) -> list[dict]:
         return "; ".join(f"{name} = {ci_text(d, explain=False)}" for name, d in diffs.items())
 
     # 1. synonym transfer on B-D1
-    b = _at(frame, "B-D1", 0.0)
+    b = at_size(frame, "B-D1", 0.0)
     if have(b, "with", "without", "scratch"):
         arms = {"WITH": ci(b, "with"), "WITHOUT": ci(b, "without"), "scratch": ci(b, "scratch")}
         diffs = {f"WITH - {ARM_NAMES[o]}": paired_diff(b, "with", o) for o in ("without", "scratch")}
         claim = "B-D1 synonym transfer: WITH above WITHOUT and scratch"
-        controls = [took(claim), benefit_exists(diffs["WITH - scratch"], "WITH - scratch on B-D1", claim)]
+        majority = majority_of(b, ("with", "without", "scratch"), claim)
+        controls = [took(claim), *pretraining_helps(b, "B-D1", claim, unit, diffs["WITH - scratch"])]
         judged("transfer", claim, "B-D1 accuracy at the largest training set, differences paired over seeds",
-               {**arms, **diffs}, all_above_zero(diffs, margin), "B-D1 accuracy: " + _arms_text(arms) + "; "
-               + diffs_text(diffs), controls, weakest(diffs))
+               {**arms, **diffs}, all_above_zero(diffs, margin), "B-D1 accuracy: " + _arms_text(arms, majority)
+               + "; " + diffs_text(diffs), controls, weakest(diffs), majority)
     # 2. sample efficiency on A-D1, as the paper states it: WITH needs fewer examples than WITHOUT
     # for the same accuracy, i.e. its learning curve (accuracy against log size) lies higher: the
     # area under it (`learning_curve_area`), paired over seeds. The effect it explains must exist:
-    # WITH above scratch at the small sizes (`small_sizes_accuracy`).
+    # WITH above scratch, and above its majority class, at the small sizes (`small_sizes_accuracy`).
     area = per_seed(frame, "A-D1", 0.0, learning_curve_area)
     if have(area, "with", "without", "scratch"):
         diffs = {"WITH - WITHOUT": paired_diff(area, "with", "without")}
-        small = paired_diff(per_seed(frame, "A-D1", 0.0, small_sizes_accuracy), "with", "scratch")
+        small_sizes = per_seed(frame, "A-D1", 0.0, small_sizes_accuracy)
+        small = paired_diff(small_sizes, "with", "scratch")
         need = per_seed(frame, "A-D1", 0.0, examples_needed, target=target)
         needed = "; ".join(f"{m}: {needed_text(need[need.model == m].value)}" for m in ("with", "without", "scratch"))
         claim = "Sample efficiency: WITH learns A-D1 from fewer examples than WITHOUT"
-        controls = [took(claim), benefit_exists(small, "WITH - scratch, mean A-D1 accuracy at the smaller "
-                                                       "half of the sizes", claim)]
+        majority = majority_of(area, ("with", "without"), claim)
+        controls = [took(claim), *pretraining_helps(small_sizes, "A-D1 at the smaller half of the sizes",
+                                                    claim, unit, small)]
+        arms = {"WITH": ci(area, "with"), "WITHOUT": ci(area, "without")}
         judged("efficiency", claim,
                "mean A-D1 accuracy over training sizes (area under the curve, log axis), paired over seeds. "
                f"Examples to reach {target:.2f}: {needed}",
                {**diffs, "WITH - scratch (small sizes)": small}, all_above_zero(diffs, margin),
-               "mean A-D1 accuracy over training sizes: " + diffs_text(diffs)
-               + f"; WITH - scratch at the small sizes = {ci_text(small, explain=False)}",
-               controls, diffs["WITH - WITHOUT"],
-               directions={"WITH - scratch (small sizes)": None}, explains=True)
+               "mean A-D1 accuracy over training sizes: " + _arms_text(arms, majority) + "; "
+               + diffs_text(diffs) + f"; WITH - scratch at the small sizes = {ci_text(small, explain=False)}",
+               controls, diffs["WITH - WITHOUT"], majority,
+               directions={"WITH - scratch (small sizes)": None})
     # 3. generalization to D2 "not fully explained" by the property. If the property explained all
     # of pretraining's A-D2 benefit, pretraining without it would leave none: WITHOUT would be no
     # better than scratch. So the claim is WITHOUT - scratch > 0 on A-D2; given a benefit
     # (WITH - scratch > 0, the effect-exists control) that is the same as the property's share
     # (WITH - WITHOUT) / (WITH - scratch) lying below one.
     for fraction in sorted(frame.bd2_fraction.unique()):
-        a2 = _at(frame, "A-D2", fraction)
+        a2 = at_size(frame, "A-D2", fraction)
         if not have(a2, "with", "without", "scratch"):
             continue
         arms = {"WITHOUT - scratch": paired_diff(a2, "without", "scratch"),
@@ -363,17 +365,21 @@ def _judged(frame, pretraining, margin: float, target: float) -> list[dict]:
         share = (arms["WITH - WITHOUT"].mean / benefit.mean) if benefit.mean > 0 else math.nan
         claim = (f"D2 generalization not fully explained by the property (B-D2 fraction {fraction:g}): "
                  "WITHOUT above scratch on A-D2")
-        controls = [took(claim), benefit_exists(benefit, "WITH - scratch on A-D2", claim)]
+        majority = majority_of(a2, ("without", "scratch"), claim)
+        shown = {**majority_of(a2, ("with",), claim), **majority}
+        controls = [took(claim), *pretraining_helps(a2, "A-D2", claim, unit, benefit)]
         judged(("generalization", fraction), claim,
                "A-D2 accuracy at the largest training set, differences paired over seeds",
                arms, verdicts.verdict(arms["WITHOUT - scratch"], "greater", margin),
                f"A-D2 accuracy: WITHOUT - scratch = {ci_text(arms['WITHOUT - scratch'], explain=False)}; "
                f"WITH - scratch = {ci_text(benefit, explain=False)}; "
-               f"WITH - WITHOUT = {ci_text(arms['WITH - WITHOUT'], explain=False)}; the property's share "
+               f"WITH - WITHOUT = {ci_text(arms['WITH - WITHOUT'], explain=False)}; "
+               + _arms_text({k: arms[k] for k in ("WITH", "WITHOUT", "scratch")}, shown)
+               + "; the property's share "
                + (f"(WITH - WITHOUT) / (WITH - scratch) = {share:.2f}" if np.isfinite(share)
                   else "undefined: no benefit to share"),
-               controls, arms["WITHOUT - scratch"], suffix=f" (B-D2 fraction {fraction:g})",
-               directions={"WITH - scratch": None, "WITH - WITHOUT": None}, explains=True)
+               controls, arms["WITHOUT - scratch"], majority, suffix=f" (B-D2 fraction {fraction:g})",
+               directions={"WITH - scratch": None, "WITH - WITHOUT": None})
     # 4. controls
     if have(b, "with", "shuffled"):
         # A-D1 where WITH's benefit is (the small sizes), B-D1 at the largest training set
@@ -383,15 +389,22 @@ def _judged(frame, pretraining, margin: float, target: float) -> list[dict]:
         diffs = {f"{t} WITH - shuffled": paired_diff(table, "with", "shuffled") for t, table in (("A-D1", a1),
                                                                                                 ("B-D1", b))}
         claim = "Control: shuffling WITH's weights removes its benefit (WITH above shuffled)"
-        gains = {t: paired_diff(table, "with", "scratch") for t, table in (("A-D1", a1), ("B-D1", b))}
-        controls = [took(claim)] + [benefit_exists(g, f"WITH - scratch on {t}", claim) for t, g in gains.items()]
+        majority = {**majority_of(a1, ("with", "shuffled"), claim, "A-D1 "),
+                    **majority_of(b, ("with", "shuffled"), claim, "B-D1 ")}
+        controls = [took(claim)]
+        for t, table in (("A-D1 at the smaller half of the sizes", a1), ("B-D1", b)):
+            if have(table, "scratch"):
+                controls += pretraining_helps(table, t, claim, unit)
         judged("shuffled", claim,
                "A-D1 accuracy at the smaller half of the training sizes and B-D1 accuracy at the largest, "
                "differences paired over seeds",
                {**arms, **diffs}, all_above_zero(diffs, margin),
                "; ".join(f"{t} accuracy: " + _arms_text({"WITH": arms[f"{t} WITH"],
-                                                          "shuffled": arms[f"{t} shuffled"]})
-                         for t in ("A-D1", "B-D1")) + "; " + diffs_text(diffs), controls, weakest(diffs))
+                                                          "shuffled": arms[f"{t} shuffled"]},
+                                                         {"WITH": majority[f"{t} WITH"],
+                                                          "shuffled": majority[f"{t} shuffled"]})
+                         for t in ("A-D1", "B-D1")) + "; " + diffs_text(diffs), controls, weakest(diffs),
+               majority)
     # one row per CBOW variant run: fine-tuned embeddings, and frozen ones (they keep synonyms close)
     for model, what, suffix in (("cbow", "CBOW embeddings", ""),
                                 ("cbow-frozen", "frozen CBOW embeddings", " (frozen embeddings)")):
@@ -399,17 +412,20 @@ def _judged(frame, pretraining, margin: float, target: float) -> list[dict]:
             continue
         name = ARM_NAMES[model]
         arms = {name: ci(b, model), "scratch": ci(b, "scratch")}
+        compared = (model, "scratch")
         if have(b, "with"):
             arms["WITH"] = ci(b, "with")  # for reference: how much of WITH's transfer CBOW gets
         diffs = {f"{name} - scratch": paired_diff(b, model, "scratch")}
         claim = f"Control: {what} (synonyms close) give some B-D1 transfer (above scratch)"
+        majority = majority_of(b, compared, claim)
+        shown = {**majority, **(majority_of(b, ("with",), claim) if have(b, "with") else {})}
         # CBOW is trained on the WITH corpus: its synonyms are close where WITH's are
         controls = [took(claim)]
         if have(b, "with"):
-            controls.append(benefit_exists(paired_diff(b, "with", "scratch"), "WITH - scratch on B-D1", claim))
+            controls += pretraining_helps(b, "B-D1", claim, unit)
         judged(("cbow", model), claim, "B-D1 accuracy at the largest training set, differences paired over seeds",
-               {**arms, **diffs}, all_above_zero(diffs, margin), "B-D1 accuracy: " + _arms_text(arms) + "; "
-               + diffs_text(diffs), controls, weakest(diffs), suffix=suffix)
+               {**arms, **diffs}, all_above_zero(diffs, margin), "B-D1 accuracy: " + _arms_text(arms, shown)
+               + "; " + diffs_text(diffs), controls, weakest(diffs), majority, suffix=suffix)
     return out
 
 
@@ -451,11 +467,13 @@ def scorecard(frame, pretraining=None, margin: float = 0.02, target: float = 0.8
     """The synthetic experiment's claims as scorecard rows (SCORECARD_KEYS), one per claim judged.
 
     Same verdicts as `claims`; `claim` is a short text that does not depend on the profile's
-    parameters (only on the B-D2 fraction a D2 row is about), `effect` the measured intervals.
-    Every claim of the paper has a row: one whose models were not run says so, not resolved.
+    parameters (only on the B-D2 fraction a D2 row is about), `effect` the measured intervals,
+    each arm beside its majority class. Every claim of the paper has a row: one whose models were
+    not run says so, not measured.
     """
-    judged = _judged(frame, pretraining, margin, target) if frame is not None and len(frame) else []
-    common = {"dose": dose, "testbed": TESTBED,
+    measured = frame is not None and len(frame)
+    judged = _judged(frame, pretraining, margin, target) if measured else []
+    common = {"dose": dose, "testbed": TESTBED, "unit": unit_of(frame) if measured else "seeds",
               "delta_source": verdicts.delta_against_paper(margin, PAPER_EFFECT, DELTA_SOURCE, "margin")}
     rows = []
     for key, claim in SYNTHETIC_CLAIMS.items():
@@ -463,10 +481,11 @@ def scorecard(frame, pretraining=None, margin: float = 0.02, target: float = 0.8
         for j in found:
             direction = "at_most" if "at_most" in j["directions"].values() else "greater"
             rows.append(_card(claim + j["suffix"], j["effect"], j["intervals"], j["delta"], j["verdict"],
-                              diff=j["headline"], direction=direction, controls=j["controls"], **common))
+                              diff=j["headline"], direction=direction, controls=j["controls"],
+                              majority=j["majority"], **common))
         if not found:
             rows.append(_card(claim, "not measured: the models this claim compares were not all run", {},
-                              margin, verdicts.NOT_RESOLVED, **common))
+                              margin, verdicts.NOT_MEASURED, **common))
     return rows
 
 
@@ -526,29 +545,6 @@ def efficiency_table(frame: pd.DataFrame, target: float, labels: dict[str, str])
         "mean A-D1 accuracy over sizes [95% CI]":
             area.groupby("model").apply(lambda g: ci_text(block_ci(g.value, g.language_seed))),
     }).rename(index=labels).rename_axis("model")
-
-
-def capped_runs(frame: pd.DataFrame) -> dict:
-    """How many fine-tuning runs reached the step cap instead of stopping on validation patience.
-
-    A run is one (language, seed, model, B-D2 fraction, size); records made before the rows had
-    `hit_cap` count as not measured.
-    """
-    frame = with_language(frame)
-    runs = frame.drop_duplicates([*BLOCK, "model", "bd2_fraction", "train_size"])
-    if "hit_cap" not in runs or runs.hit_cap.isna().any():
-        return {"runs": len(runs), "capped": None, "share": None}
-    capped = int(runs.hit_cap.astype(bool).sum())
-    return {"runs": len(runs), "capped": capped, "share": capped / len(runs) if len(runs) else None}
-
-
-def capped_text(counts: dict) -> str:
-    """`capped_runs` as a sentence."""
-    if counts["capped"] is None:
-        return f"{counts['runs']} fine-tuning runs; whether they reached the step cap was not recorded"
-    others = "; every other run stopped on validation patience" if counts["capped"] < counts["runs"] else ""
-    return (f"{counts['capped']} of {counts['runs']} fine-tuning runs ({counts['share']:.0%}) reached the "
-            f"step cap{others}")
 
 
 def design_table(frame, pretraining, margin: float, target: float) -> pd.DataFrame:
