@@ -14,6 +14,7 @@ from scorecards import check_card
 from mlmlib import verdicts
 from mlmlib.data import synthetic as syn
 from mlmlib.models import ModelSize, electra
+from mlmlib.papers.true_negatives import claims
 from mlmlib.papers.true_negatives import negatives as neg
 from mlmlib.papers.true_negatives import synthetic_claims as sc
 from mlmlib.papers.true_negatives import synthetic_testbed as tb
@@ -205,29 +206,37 @@ def test_a_tiny_seed_run_records_every_table():
 # ---------------------------------------------------------------- claims on hand-made records
 
 
-def records(diff=0.03, spread=0.005, languages=4, fn_rate=0.3, disc_true=0.7, scratch_b=0.2,
-            arm="electra/shield"):
+def records(diff=0.03, spread=0.005, languages=4, fn_rate=0.3, clean=0.7, scratch_b=0.2, flag_gap=0.2,
+            drop=0.2, arm="electra/shield"):
     """B4 rows of `languages` runs (one pretraining seed each): the uncorrected arm, `arm` (its
     A-D1 and B-D1 accuracy `diff` above, its drop `diff` below, +-spread), the same correction on
-    the imperfect table (B-D1 `diff` below the exact one) and scratch; controls pass by default."""
+    the imperfect table (B-D1 `diff` below the exact one) and scratch; the controls pass by
+    default: false negatives `fn_rate` of the replacements, the uncorrected discriminator flags
+    `clean` of true replacements on shift, a correction flags false negatives `flag_gap` less,
+    the uncorrected arm's drop `drop`, scratch `scratch_b` below it on B-D1, every test set's
+    majority class 0.5 (the last of the returned tables)."""
     objective = arm.split("/")[0]
-    down, training, intrinsic, arms = [], [], [], []
+    down, training, intrinsic, arms, majority = [], [], [], [], []
     for lang in range(languages):
         d = diff + spread * (-1) ** lang
         run = {"language_seed": lang, "pretrain_seed": lang}
+        majority.append({**run, "a_d1": 0.5, "b_d1": 0.5, "a_d2": 0.5})
         for corpus in ("mix", "shift"):
             for name, shift in ((f"{objective}/none", 0.0), (arm, d), (f"{arm}@imperfect", 0.0)):
+                uncorrected = name.endswith("/none")
                 down.append({"arm": name, "corpus": corpus, **run, "a_d1": 0.8 + shift + 0.01 * lang,
-                             "b_d1": 0.6 + shift, "robustness_drop": 0.2 - shift})
+                             "b_d1": 0.8 - drop + shift, "robustness_drop": drop - shift})
                 rate = (fn_rate if corpus == "mix" else 0.01) * (0.5 if "@" in name else 1.0)
-                training += [{"arm": name, "corpus": corpus, **run, "step": s, "fn_rate_replaced": rate}
+                training += [{"arm": name, "corpus": corpus, **run, "step": s, "fn_rate_replaced": rate,
+                              "disc_acc_false_negative": 0.3 if uncorrected else 0.3 - flag_gap}
                              for s in (10, 20)]
-                intrinsic.append({"arm": name, "corpus": corpus, **run, "acc_true_replaced": disc_true,
+                intrinsic.append({"arm": name, "corpus": corpus, **run,
+                                  "acc_true_replaced": clean if corpus == "shift" else 0.6,
                                   "acc_false_negative": 0.5})
                 arms.append({"arm": name, "corpus": corpus, **run, "step_ms": 100.0 * (1.02 if "/s" in name else 1)})
-        down.append({"arm": "scratch", "corpus": "", **run, "a_d1": 0.8, "b_d1": 0.6 - scratch_b,
-                     "robustness_drop": 0.2 + scratch_b})
-    return tuple(pd.DataFrame(x) for x in (training, down, intrinsic, arms))
+        down.append({"arm": "scratch", "corpus": "", **run, "a_d1": 0.8 - scratch_b,
+                     "b_d1": 0.8 - drop - scratch_b, "robustness_drop": drop})
+    return tuple(pd.DataFrame(x) for x in (training, down, intrinsic, arms, majority))
 
 
 def verdict_of(rows, claim, arm="electra/shield"):
@@ -237,43 +246,96 @@ def verdict_of(rows, claim, arm="electra/shield"):
     return part.iloc[0]
 
 
+def claim_rows(**kw):
+    training, down, intrinsic, _, majority = records(**kw)
+    return sc.claim_rows(training, down, intrinsic, majority)
+
+
 def test_claims_reproduced_with_controls_passed():
-    training, down, intrinsic, arms = records()
-    rows = sc.claim_rows(training, down, intrinsic)
+    training, down, intrinsic, arms, majority = records()
+    rows = sc.claim_rows(training, down, intrinsic, majority)
     for claim in (sc.SCORE, sc.ROBUST, sc.SOURCE):
         row = verdict_of(rows, claim)
         assert row["verdict"] == verdicts.REPRODUCED, (claim, row)
-        assert all(c["passed"] for c in row["controls"])
+        assert all(c["passed"] and c["unit"] == "languages" and c["n"] == 4 for c in row["controls"])
         assert row["languages"] == 4 and abs(row["difference"]) == pytest.approx(0.03)
+        assert row["at_majority"] == [] and set(row["majority"]) == {row["arm"], row["baseline"]}
     assert (rows.loc[rows["corpus"] == "shift", "verdict"] == "").all()  # the control corpus: not judged
     card = check_card(sc.scorecard(rows, sc.cost_rows(arms)))
     assert {r["testbed"] for r in card} == {sc.TESTBED}
+    assert all(r["unit"] == "languages" for r in card)
+    assert "(majority 0.500)" in card[0]["effect"]
 
 
-def test_a_null_with_a_failed_control_is_insensitive_never_equivalent():
-    training, down, intrinsic, _ = records(diff=0.0, spread=0.001)
-    assert verdict_of(sc.claim_rows(training, down, intrinsic), sc.SCORE)["verdict"] == verdicts.EQUIVALENT
-    for bad in ({"fn_rate": 0.05}, {"disc_true": 0.3}, {"scratch_b": 0.01}):
-        training, down, intrinsic, _ = records(diff=0.0, spread=0.001, **bad)
-        row = verdict_of(sc.claim_rows(training, down, intrinsic), sc.SCORE)
-        assert row["verdict"] == verdicts.INSENSITIVE, bad
-        assert [c for c in row["controls"] if not c["passed"]]
-    # an interval clear of zero shows sensitivity by itself: the failed control is shown beside it
-    training, down, intrinsic, _ = records(fn_rate=0.05)
-    assert verdict_of(sc.claim_rows(training, down, intrinsic), sc.SCORE)["verdict"] == verdicts.REPRODUCED
+def test_both_testbeds_declare_the_same_controls_for_a_claim():
+    rows = claim_rows()
+    for claim in (sc.SCORE, sc.ROBUST):
+        names = [c["name"].split(":")[0] for c in verdict_of(rows, claim)["controls"]]
+        assert names == list(claims.CLAIM_CONTROLS[claim])
+    source = [c["name"].split(":")[0] for c in verdict_of(rows, sc.SOURCE)["controls"]]
+    assert source == list(claims.CLAIM_CONTROLS[claims.EXACT_TABLE_CLAIM])
 
 
-def test_mlm_claims_have_no_discriminator_control():
-    training, down, intrinsic, _ = records(arm="mlm/shield", disc_true=0.1)
-    row = verdict_of(sc.claim_rows(training, down, intrinsic), sc.SCORE, "mlm/shield")
-    assert row["verdict"] == verdicts.REPRODUCED and len(row["controls"]) == 2
+@pytest.mark.parametrize("bad, control", [
+    ({"fn_rate": 0.05}, claims.FN_PRESENT),
+    ({"clean": 0.3}, claims.LEARNS_CLEAN),
+    ({"flag_gap": 0.01}, claims.TARGET_CHANGED),
+    ({"scratch_b": -0.01}, claims.PRETRAINING_HELPS),
+])
+def test_a_failed_control_makes_every_verdict_insensitive(bad, control):
+    assert verdict_of(claim_rows(diff=0.0, spread=0.001), sc.SCORE)["verdict"] == verdicts.EQUIVALENT
+    for diff in (0.0, 0.03):  # a null, and an interval clear of zero: no exception
+        row = verdict_of(claim_rows(diff=diff, spread=0.001, **bad), sc.SCORE)
+        assert row["verdict"] == verdicts.INSENSITIVE, (bad, diff)
+        assert [c["name"].split(":")[0] for c in row["controls"] if c["status"] == verdicts.FAILED] == [control]
+
+
+def test_the_robustness_claim_needs_swaps_to_hurt_the_uncorrected_arm():
+    row = verdict_of(claim_rows(drop=0.03), sc.ROBUST)  # under 2 x 0.02
+    assert row["verdict"] == verdicts.INSENSITIVE
+    assert [c["name"].split(":")[0] for c in row["controls"] if not c["passed"]] == [claims.SWAPS_HURT]
+
+
+def test_pretraining_helps_needs_the_uncorrected_arm_above_its_majority_class():
+    training, down, intrinsic, _, majority = records()
+    majority[["a_d1", "b_d1", "a_d2"]] = 0.795  # within 0.02 of the uncorrected arm's A-D1
+    row = verdict_of(sc.claim_rows(training, down, intrinsic, majority), sc.SCORE)
+    assert row["verdict"] == verdicts.INSENSITIVE
+    failed = [c for c in row["controls"] if not c["passed"]]
+    assert [c["name"].split(":")[0] for c in failed] == [claims.ABOVE_MAJORITY]
+
+
+def test_an_arm_at_its_majority_class_is_not_resolved_and_named():
+    training, down, intrinsic, _, majority = records()
+    down.loc[down["arm"] == "electra/shield", "a_d1"] = 0.51
+    row = verdict_of(sc.claim_rows(training, down, intrinsic, majority), sc.SCORE)
+    assert row["verdict"] == verdicts.NOT_RESOLVED and row["at_majority"] == ["electra/shield"]
+
+
+def test_records_without_a_majority_baseline_stop_naming_the_claim():
+    training, down, intrinsic, _, _ = records()
+    with pytest.raises(verdicts.ControlError, match="better downstream score.*majority"):
+        sc.claim_rows(training, down, intrinsic, pd.DataFrame())
+
+
+def test_no_shift_corpus_leaves_its_control_not_measured():
+    training, down, intrinsic, _, majority = records()
+    row = verdict_of(sc.claim_rows(training, down, intrinsic[intrinsic["corpus"] == "mix"], majority), sc.SCORE)
+    assert row["verdict"] == verdicts.NOT_MEASURED
+
+
+def test_mlm_claims_have_no_discriminator_control_and_no_measured_target():
+    row = verdict_of(claim_rows(arm="mlm/shield", clean=0.1), sc.SCORE, "mlm/shield")
+    names = [c["name"].split(":")[0] for c in row["controls"]]
+    assert claims.LEARNS_CLEAN not in names and row["verdict"] == verdicts.NOT_MEASURED
 
 
 def test_a_wide_interval_is_not_resolved_and_names_the_languages_that_would_resolve_it():
-    training, down, intrinsic, arms = records(diff=0.01, spread=0.05)
-    row = verdict_of(sc.claim_rows(training, down, intrinsic), sc.SCORE)
+    training, down, intrinsic, arms, majority = records(diff=0.01, spread=0.05)
+    rows = sc.claim_rows(training, down, intrinsic, majority)
+    row = verdict_of(rows, sc.SCORE)
     assert row["verdict"] == verdicts.NOT_RESOLVED and row["languages_to_resolve"] > 4
-    card = sc.scorecard(sc.claim_rows(training, down, intrinsic), sc.cost_rows(arms))
+    card = sc.scorecard(rows, sc.cost_rows(arms))
     assert any("languages would resolve it" in r["effect"] for r in card)
 
 
@@ -285,15 +347,39 @@ def test_the_interval_is_over_language_blocks():
 
 
 def test_cost_rows_judge_the_targets():
-    *_, arms = records(languages=5)
+    *_, arms, _ = records(languages=5)
     cost = sc.cost_rows(arms)
     row = cost[cost["arm"] == "electra/shield"].iloc[0]
     assert row["overhead"] == pytest.approx(0.02) and row["verdict"] == verdicts.REPRODUCED
+    (timing,) = row["controls"]
+    assert timing["unit"] == "languages" and timing["status"] == verdicts.PASSED
 
 
 def test_no_records_give_not_measured_rows():
     empty = pd.DataFrame()
-    rows = sc.claim_rows(empty, empty, empty)
+    rows = sc.claim_rows(empty, empty, empty, empty)
     card = check_card(sc.scorecard(rows, sc.cost_rows(empty)))
-    assert all(r["verdict"] == verdicts.NOT_RESOLVED for r in card)
+    assert all(r["verdict"] == verdicts.NOT_MEASURED for r in card)
     assert sc.control_values(empty, empty, empty).empty and sc.downstream_table(empty).empty
+    assert sc.majority_baselines(empty).empty
+
+
+def test_majority_baselines_regenerate_the_runs_test_sets():
+    record = {"info": {"language_seed": 0, "pretrain_seed": 0},
+              "setup": {k: TINY[k] for k in ("n_sets", "n_states", "n_patterns", "pattern_length",
+                                              "pattern_set_size")},
+              "finetune": TINY_FT}
+    (row,) = sc.majority_baselines(pd.DataFrame([record])).to_dict("records")
+    lang = syn.make_language(syn.LanguageConfig(**record["setup"], seed=0))
+    sets = tb.labelled_sets(lang, SyntheticFinetune(**TINY_FT), 0)
+    labels = sets["B-D1"]["labels"].numpy()
+    assert row["b_d1"] == pytest.approx(max(labels.mean(), 1 - labels.mean()))
+    assert 0.5 <= row["a_d1"] <= 1 and row["language_seed"] == 0
+
+
+def test_the_dose_lists_the_departures_from_the_paper_recipe():
+    ours = [{"setup": {"temperature": 1.5, "lr": 0.002}, "corpus_arms": {}}]
+    paper = [{"setup": {"temperature": 1.0, "lr": 0.002}, "corpus_arms": {}}]
+    gone = claims.departures(ours, paper, sc.DEPARTURES)
+    assert list(gone) == ["setup.temperature 1.5 (paper profile: 1.0)"]
+    assert "two of the three languages" in gone["setup.temperature 1.5 (paper profile: 1.0)"]

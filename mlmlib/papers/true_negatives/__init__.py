@@ -8,7 +8,8 @@ around it, one concept per module:
 - `monitor`: an arm's training-step hook and statistics; `arm_pretraining`: pretraining one arm;
 - `substitution`, `downstream`, `qa`: the held-out-synonym test set, fine-tuning and SQuAD;
 - `seed_run`: B1's loop for one seed; `overhead`: B2's timing;
-- `claims`, `figures`: the summary's verdicts and every page's figures and tables.
+- `claim_controls`, `claims`, `figures`: the claims' positive controls, the summary's verdicts and
+  every page's figures and tables.
 
 Reconstructed choices (the paper body was not available) are parameters and marked as such.
 """

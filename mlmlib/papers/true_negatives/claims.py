@@ -4,6 +4,11 @@ Every verdict uses `mlmlib.stats`' one vocabulary and rules. Inputs are the long
 `records.explode_rows` makes of B1's "training", "downstream", "arms", "tasks" and B2's
 "overhead" metrics; every function accepts an empty table. `scorecard` gives the summary's
 short rows (SCORECARD_KEYS), worded the same in every profile.
+
+The positive controls (their names, thresholds and B1's measurements) are `claim_controls`;
+here each claim declares which of them it needs (CLAIM_CONTROLS), and `declared_controls` judges
+them. The control names, thresholds, NOT_MEASURED, LAST_WINDOWS and the helpers that
+`synthetic_claims` reads as `claims.<name>` are re-exported from there.
 """
 
 from __future__ import annotations
@@ -12,6 +17,29 @@ import pandas as pd
 
 from mlmlib import stats, verdicts
 from mlmlib.data.tasks import GLUE_TASKS
+from mlmlib.papers.true_negatives.claim_controls import (  # noqa: F401
+    ABOVE_MAJORITY,
+    B1_UNIT,
+    CONTROLS,
+    DISC_TRUE_MIN,
+    FLAG_CHANGE_MIN,
+    FN_PRESENT,
+    FN_RATE_MIN,
+    LAST_WINDOWS,
+    LEARNS_CLEAN,
+    NOT_MEASURED,
+    PRETRAINING_HELPS,
+    SWAPS_HURT,
+    TABLES_DIFFER,
+    TABLES_DIFFER_MIN,
+    TARGET_CHANGED,
+    TIMING_RESOLVES,
+    b1_measurements,
+    corrects_flagging,
+    oriented,
+    prior_of,
+    target_not_measured,
+)
 from mlmlib.papers.true_negatives.qa import EXACT_METRIC
 from mlmlib.verdicts import (  # noqa: F401 - shared by the three papers, used by the notebooks
     SCORECARD_COLUMNS,
@@ -49,13 +77,13 @@ PAPER_EFFECT = None
 DELTA_SOURCE = ("paper B's effect sizes are not in our notes (its body was not readable offline); "
                 "ELECTRA's seed-to-seed spread of about 0.6 GLUE points is the nearest anchor for noise")
 COST_SOURCE = "the paper's own bound on the extra step time"
+# B2 times each method many times in one loop: its blocks are timing repetitions, never seeds.
+B2_UNIT = "timing repetitions"
+COST_SCALE = "extra step time (fraction)"
 TESTBED = "real text: MiniLM stand-in"
-# Positive controls (verdicts.control), thresholds stated on the summary page:
-DISC_FLAGS_MIN = 0.3      # the uncorrected discriminator's accuracy on true replacements
-FLAG_CHANGE_MIN = 0.05    # a correction changes false-negative flagging by at least this
-FIRES_MIN = 0.01          # an MLM correction fires on at least this share of masked tokens
-TABLES_DIFFER_MIN = 0.05  # two lookup tables differ in the false negatives they find by this much
-LAST_WINDOWS = 2          # the controls read the last logging windows, where training ended
+# The synthetic testbed's (B4) source claim: the same correction on the exact table and on one
+# missing a share of the pairs. Declared here so that its controls are declared once (CLAIM_CONTROLS).
+EXACT_TABLE_CLAIM = "the exact table beats an imperfect one"
 KINDS = ["disc_acc_original", "disc_acc_replaced", "disc_acc_false_negative"]
 # The rows every summary saves under "scorecard": the same keys for every paper.
 # What the downstream claims compare, in words.
@@ -200,140 +228,97 @@ def source_effect(arm: str) -> str:
     return f"{arm} - {default}" if on_wordnet(arm) else f"{default} - {arm}"
 
 
+# ---------------------------------------------------------------- positive controls
+# Each claim declares its controls once (the controls themselves, their thresholds and B1's
+# measurements: `claim_controls`); both testbeds supply every declared one (`declared_controls`).
+_ACCURACY_CONTROLS = (FN_PRESENT, LEARNS_CLEAN, TARGET_CHANGED)
+_EFFECT_CONTROLS = (PRETRAINING_HELPS, ABOVE_MAJORITY)
+# Synonym swaps hurting is the robustness claim's control only: the score claim is about the
+# accuracy on the task as it is, which needs no drop to exist.
+CLAIM_CONTROLS = {
+    "better downstream score": (*_ACCURACY_CONTROLS, *_EFFECT_CONTROLS),
+    "more robust to synonyms": (*_ACCURACY_CONTROLS, SWAPS_HURT, *_EFFECT_CONTROLS),
+    SOURCE_CLAIM: (*_ACCURACY_CONTROLS, TABLES_DIFFER, *_EFFECT_CONTROLS),
+    EXACT_TABLE_CLAIM: (*_ACCURACY_CONTROLS, TABLES_DIFFER, *_EFFECT_CONTROLS),
+    HC_CLAIM: (TIMING_RESOLVES,),
+    SR_CLAIM: (TIMING_RESOLVES,),
+}
+
+
+def declared_controls(claim: str, objective: str, measured: dict, unit: str, delta: float = DELTA,
+                      threshold: float | None = None) -> list[dict]:
+    """The controls `claim` declares (CLAIM_CONTROLS) for `objective`, each judged on the interval
+    a testbed supplies in `measured` (control -> `measurement` or `not_measured`), over `unit`.
+    `threshold` replaces a declared threshold that is a fraction of a cost target. A declared
+    control the testbed supplies nothing for stops with an error naming the claim and control."""
+    out = []
+    for key in CLAIM_CONTROLS[claim]:
+        spec = CONTROLS[key]
+        if objective not in spec.objectives:
+            continue
+        if key not in measured:
+            raise verdicts.ControlError(f"claim {claim!r}, control {key!r}: declared, but the testbed "
+                                        "supplies no measurement (give `not_measured(why)` for one "
+                                        "it does not measure)")
+        ci, what, field = measured[key]
+        value = spec.threshold * delta if spec.times_delta else spec.threshold
+        value = value if threshold is None else threshold
+        out.append(verdicts.control(claim, f"{key}: {what}", spec.kind, ci, value, spec.op,
+                                    bounds=(-1, 1), field=field, unit=unit, source="principle"))
+    return out
+
+
+def cost_controls(claim: str, ci: stats.Interval, target: float, unit: str) -> list[dict]:
+    """A cost claim's control: the timing resolves the target (half-width at most target / 2), a
+    property of the judged interval itself over its `unit` (verdicts.exact)."""
+    half = (ci.high - ci.low) / 2 if ci.n >= 2 else float("nan")
+    what = "the interval's half-width (at most target / 2)"
+    measured = {TIMING_RESOLVES: (verdicts.exact(half, ci.n), what, "overhead.overhead_low/overhead_high")}
+    return declared_controls(claim, "electra", measured, unit, threshold=target / 2)
+
+
 def _claim_row(claim: str, col: str, direction: str, objective: str, arm: str, task: str,
                a: pd.DataFrame, b: pd.DataFrame, priors: dict[str, float], delta: float,
-               controls: list[dict], effect: str = "method - baseline") -> dict:
-    """a minus b on column col, paired over seeds, with its verdict (verdicts.judge: insensitive when
-    a control failed); not resolved where either side has not learned the task (mean test
-    accuracy not above the class prior by verdicts.LEARNED_MARGIN): neither can show an effect."""
-    prior = priors.get(task, float("nan"))
-    learned = (verdicts.learned(a["test_accuracy"].mean(), prior)
-               and verdicts.learned(b["test_accuracy"].mean(), prior))
+               controls: list[dict], effect: str = "method - baseline", names=("", "")) -> dict:
+    """a minus b on column col, paired over seeds, with its verdict (verdicts.judge): insensitive
+    when a control failed, not measured when one has no interval, not resolved when either arm
+    is within verdicts.LEARNED_MARGIN of its task's majority class (`at_majority`)."""
+    prior = prior_of(priors, task, claim)
+    majority = {names[0] or arm: (float(a["test_accuracy"].mean()), prior),
+                names[1] or f"{objective}/none": (float(b["test_accuracy"].mean()), prior)}
+    below = verdicts.at_majority(majority, claim)
     test = stats.paired_test(a[col].to_numpy(), b[col].to_numpy())
-    verdict = verdicts.judge(test.diff, direction, delta, controls, claim) if learned else verdicts.NOT_RESOLVED
+    verdict = verdicts.judge(test.diff, direction, delta, controls, claim, below)
     return {"claim": claim, "objective": objective, "arm": arm, "task": task,
             "effect": f"{col}: {effect}", "direction": direction,
             "method_mean": float(a[col].mean()), "baseline_mean": float(b[col].mean()),
             "difference": test.diff.mean, "ci_low": test.diff.low,
-            "ci_high": test.diff.high, "seeds": test.diff.n, "learned": learned, "verdict": verdict,
-            "controls": controls}
-
-
-# ---------------------------------------------------------------- positive controls
-def last_window_mean(training: pd.DataFrame, arm: str, column: str, claim: str, name: str) -> float:
-    """`column` of `arm` over its last LAST_WINDOWS logging windows, mean over seeds; an error
-    naming the claim and the field when the records lack it."""
-    values = verdicts.record_value(training, column, claim, name)
-    part = training[training["arm"] == arm].assign(_value=values)
-    if not len(part):
-        raise verdicts.ControlError(f"claim {claim!r}, control {name!r}: no training windows of arm {arm!r}")
-    last = part.sort_values("step").groupby("pretrain_seed").tail(LAST_WINDOWS)
-    return float(last["_value"].mean())
-
-
-def _scratch_gain(downstream: pd.DataFrame, arm: str, task: str) -> float | None:
-    """Mean test accuracy of `arm` minus `scratch` on `task` (None without a scratch arm)."""
-    part = downstream[downstream["task"] == task]
-    scratch = part.loc[part["arm"] == "scratch", "test_accuracy"]
-    mine = part.loc[part["arm"] == arm, "test_accuracy"]
-    return float(mine.mean() - scratch.mean()) if len(scratch) and len(mine) else None
-
-
-def _discriminates(training: pd.DataFrame, claim: str) -> dict:
-    name = "the uncorrected discriminator flags true replacements (electra/none, last windows)"
-    value = last_window_mean(training, "electra/none", "disc_acc_replaced", claim, name)
-    return verdicts.control(claim, name, verdicts.TOOK, value, DISC_FLAGS_MIN, bounds=(0, 1),
-                         field="training.disc_acc_replaced")
-
-
-def _flagging_changed(training: pd.DataFrame, arm: str, baseline: str, claim: str) -> dict:
-    name = f"{arm} changes false-negative flagging against {baseline} (|difference|, last windows)"
-    mine = last_window_mean(training, arm, "disc_acc_false_negative", claim, name)
-    base = last_window_mean(training, baseline, "disc_acc_false_negative", claim, name)
-    if pd.isna(mine) or pd.isna(base):  # no false negative in those windows: nothing was corrected
-        mine, base = 0.0, 0.0
-        name += ": no false negatives in the last windows"
-    return verdicts.control(claim, name, verdicts.TOOK, abs(mine - base), FLAG_CHANGE_MIN, bounds=(0, 1),
-                         field="training.disc_acc_false_negative")
-
-
-def _fires(training: pd.DataFrame, arm: str, claim: str) -> dict:
-    name = f"{arm}'s correction fires (false negatives among masked tokens)"
-    value = last_window_mean(training, arm, "fn_rate_masked", claim, name)
-    return verdicts.control(claim, name, verdicts.TOOK, value, FIRES_MIN, bounds=(0, 1), field="training.fn_rate_masked")
-
-
-def _pretraining_helps(downstream: pd.DataFrame, baseline: str, task: str, margin: float, claim: str) -> dict:
-    name = f"pretraining helps the task: {baseline} - scratch, test accuracy on {task}"
-    gain = _scratch_gain(downstream, baseline, task)
-    return verdicts.control(claim, name, verdicts.EXISTS, gain, margin, bounds=(0, 1),
-                         field="downstream.test_accuracy of arm 'scratch'")
-
-
-def _swaps_hurt(b: pd.DataFrame, baseline: str, delta: float, claim: str) -> dict:
-    name = f"synonym swaps hurt the uncorrected arm: {baseline}'s drop (at least 2 x delta)"
-    value = verdicts.record_value(b, "robustness_drop", claim, name).mean()
-    return verdicts.control(claim, name, verdicts.EXISTS, value, 2 * delta, bounds=(0, 1),
-                         field="downstream.robustness_drop")
-
-
-def downstream_controls(claim: str, objective: str, arm: str, task: str, training: pd.DataFrame,
-                        downstream: pd.DataFrame, base_rows: pd.DataFrame, delta: float,
-                        scratch_margin: float) -> list[dict]:
-    """The positive controls of a score or robustness claim of `arm` against its baseline: the
-    manipulation took (ELECTRA: the uncorrected discriminator discriminates, and the correction
-    changes how false negatives are flagged; MLM: the correction fires), and the effect exists
-    (score: pretraining beats scratch; robustness: swaps hurt the uncorrected arm by 2 x delta)."""
-    baseline = f"{objective}/none"
-    if objective == "electra":
-        took = [_discriminates(training, claim), _flagging_changed(training, arm, baseline, claim)]
-    else:
-        took = [_fires(training, arm, claim)]
-    if claim == "more robust to synonyms":
-        return took + [_swaps_hurt(base_rows, baseline, delta, claim)]
-    return took + [_pretraining_helps(downstream, baseline, task, scratch_margin, claim)]
-
-
-def source_controls(arm: str, training: pd.DataFrame, claim: str = SOURCE_CLAIM) -> list[dict]:
-    """The source claim's controls: the discriminator discriminates and the two tables differ in
-    the false negatives they find (took); the correction itself changes flagging (exists)."""
-    default = arm.split("@")[0]
-    name = f"the two tables find different false negatives: |{default} - {arm}| among replaced tokens"
-    a = last_window_mean(training, default, "fn_rate_replaced", claim, name)
-    b = last_window_mean(training, arm, "fn_rate_replaced", claim, name)
-    differ = verdicts.control(claim, name, verdicts.TOOK, abs(a - b), TABLES_DIFFER_MIN, bounds=(0, 1),
-                           field="training.fn_rate_replaced")
-    acts = _flagging_changed(training, default, default.split("/")[0] + "/none", claim)
-    acts = acts | {"kind": verdicts.EXISTS}
-    return [_discriminates(training, claim), differ, acts]
-
-
-def cost_controls(claim: str, ci: stats.Interval, target: float) -> list[dict]:
-    """A cost claim's control: the timing resolves the target (half-width at most target / 2), so
-    that an overhead at the target could not hide inside the interval."""
-    name = "the timing resolves the target: interval half-width (at most target / 2)"
-    half = (ci.high - ci.low) / 2 if ci.n >= 2 else float("nan")
-    return [verdicts.control(claim, name, verdicts.TOOK, half, target / 2, op="<=", bounds=(0, 1),
-                          field="overhead.overhead_low/overhead_high")]
+            "ci_high": test.diff.high, "seeds": test.diff.n, "learned": not below, "verdict": verdict,
+            "controls": controls, "majority": majority, "at_majority": below}
 
 
 def downstream_claims(downstream: pd.DataFrame, priors: dict[str, float], training: pd.DataFrame,
-                      delta: float = DELTA, scratch_margin: float = 0.05) -> pd.DataFrame:
+                      delta: float = DELTA) -> pd.DataFrame:
     """One row per downstream claim, corrected arm and task: method minus baseline, paired over
     seeds; and per arm on another lookup table and task, SOURCE_CLAIM's row: the same correction
-    on the default (WordNet) table minus that arm, test accuracy. Each row carries its positive
-    controls (`downstream_controls`, `source_controls`), read from B1's training windows.
+    on the default (WordNet) table minus that arm, test accuracy. Each row carries the controls
+    its claim declares (CLAIM_CONTROLS), measured over B1's pretraining seeds (`b1_measurements`),
+    and its arms' accuracies beside the task's majority class (`majority`, `at_majority`)."""
+    def controls(claim, objective, arm, task, other=""):
+        measured = b1_measurements(claim, objective, arm, task, training, downstream, priors, other)
+        return declared_controls(claim, objective, measured, B1_UNIT, delta)
 
-    A comparison where either arm has not learned the task is not resolved (`_claim_row`).
-    """
     rows = [_claim_row(claim, col, direction, objective, arm, task, a, b, priors, delta,
-                       downstream_controls(claim, objective, arm, task, training, downstream, b, delta,
-                                           scratch_margin))
+                       controls(claim, objective, arm, task))
             for objective, arm, task, a, b in _pairs(downstream)
             for claim, (col, direction) in DOWNSTREAM_CLAIMS.items()]
-    rows += [_claim_row(SOURCE_CLAIM, "test_accuracy", SOURCE_DIRECTION, objective, arm, task, wordnet,
-                        other, priors, delta, source_controls(arm, training), effect=source_effect(arm))
-             for objective, arm, task, wordnet, other in _source_pairs(downstream)]
+    for objective, arm, task, wordnet, other in _source_pairs(downstream):
+        default = arm.split("@")[0]
+        names = (arm, default) if on_wordnet(arm) else (default, arm)
+        rows.append(_claim_row(SOURCE_CLAIM, "test_accuracy", SOURCE_DIRECTION, objective, arm, task,
+                               wordnet, other, priors, delta,
+                               controls(SOURCE_CLAIM, objective, arm, task, other=arm),
+                               effect=source_effect(arm), names=names))
     return pd.DataFrame(rows)
 
 
@@ -364,7 +349,8 @@ def target_claim(arm: str) -> str | None:
 
 
 def overhead_claims(overhead: pd.DataFrame) -> pd.DataFrame:
-    """B2's overhead per model, objective and arm, with the verdict on the arm's cost target.
+    """B2's overhead per model, objective and arm, with the verdict on the arm's cost target and
+    its control (`cost_controls`, over B2_UNIT).
 
     The interval is over the repetitions of one B2 run, or over the runs' means when several
     runs measured the same model; the target is met when it lies below the target. `overhead`
@@ -385,20 +371,19 @@ def overhead_claims(overhead: pd.DataFrame) -> pd.DataFrame:
         else:
             ci = stats.mean_ci(part["overhead_mean" if "overhead_mean" in part else "overhead"])
         claim = target_claim(arm)
-        # too few repetitions for an interval: not resolved, and no control to measure
-        judged = claim is not None and ci.n >= verdicts.MIN_SEEDS
-        controls = cost_controls(claim, ci, TARGETS[claim]) if judged else []
-        verdict = verdicts.judge(ci, "at_most", TARGETS[claim], controls, claim) if judged else None
+        # a reference arm is held to no target; fewer than MIN_SEEDS repetitions: not measured
+        controls = cost_controls(claim, ci, TARGETS[claim], B2_UNIT) if claim else []
+        verdict = verdicts.judge(ci, "at_most", TARGETS[claim], controls, claim) if claim else None
         rows.append({"model": model, "objective": objective, "arm": arm,
                      "step_ms": float(part["step_ms"].mean()), "overhead": ci.mean,
                      "overhead_median": float(part["overhead"].mean()), "ci_low": ci.low, "ci_high": ci.high,
                      "reps": ci.n, "claim": claim, "target": TARGETS.get(claim), "controls": controls,
-                     "verdict": verdict if judged or claim is None else verdicts.NOT_RESOLVED})
+                     "verdict": verdict})
     return pd.DataFrame(rows)
 
 
 def summary(downstream: pd.DataFrame, overhead: pd.DataFrame) -> pd.DataFrame:
-    """One verdict per paper claim (verdicts.combine over its rows); no rows: not resolved.
+    """One verdict per paper claim (verdicts.combine over its rows); no rows: not measured.
 
     `downstream`: `downstream_claims`' table; `overhead`: `overhead_claims`' table, judged at
     the model with the slowest step per objective (the one nearest a real pretraining step:
@@ -416,20 +401,8 @@ def summary(downstream: pd.DataFrame, overhead: pd.DataFrame) -> pd.DataFrame:
         rows.append({"claim": claim, "conditions": len(found),
                      "reproduced": sum(v == verdicts.REPRODUCED for v in found),
                      "contradicted": sum(v == verdicts.CONTRADICTED for v in found),
-                     "verdict": verdicts.combine(found)})
+                     "verdict": verdicts.combine(found) if found else verdicts.NOT_MEASURED})
     return pd.DataFrame(rows)
-
-
-def _card(claim: str, effect: str, seeds: int, delta: float | None, verdict: str, unit: str = "seed",
-          why: str = "", **fields) -> dict:
-    """One scorecard row (verdicts.card); a verdict not resolved for a reason (`why`, too few seeds)
-    says so in its effect text."""
-    reasons = [why] if why else []
-    if verdict == verdicts.NOT_RESOLVED and 0 < seeds < verdicts.MIN_SEEDS:
-        reasons.append(f"{seeds} {unit}{'s' if seeds > 1 else ''}, a verdict needs {verdicts.MIN_SEEDS}")
-    if reasons:
-        effect += "; not judged: " + "; ".join(reasons)
-    return verdicts.card(claim, effect, seeds, delta, verdict, **fields)
 
 
 def pretraining_tokens(params: dict) -> int:
@@ -444,6 +417,11 @@ def dose_text(ours: list[dict], paper: list[dict]) -> str:
                               "tokens of pretraining per arm")
 
 
+def b1_dose(ours: list[dict], paper: list[dict]) -> str:
+    """`dose_text` with the settings that depart from the paper's recipe (B1_DEPARTURES)."""
+    return verdicts.with_departures(dose_text(ours, paper), departures(ours, paper, B1_DEPARTURES))
+
+
 def timing_dose(ours: list[dict], paper: list[dict]) -> str:
     """What B2 timed, ours against the paper profile's: the model's width and depth."""
     def model(p):
@@ -451,6 +429,20 @@ def timing_dose(ours: list[dict], paper: list[dict]) -> str:
     if not ours:
         return "not measured"
     return model(ours[0]) + (f" / {model(paper[0])}" if paper else "")
+
+
+def doses(b1_records: pd.DataFrame, b2_records: pd.DataFrame, paper_b1: list[dict],
+          paper_b2: list[dict]) -> tuple[str, str]:
+    """The scorecard's two doses from the record tables, against the paper profile's plans
+    (`paper_b1`, `paper_b2`): what B1 trained (`b1_dose`) and what B2 timed (`timing_dose`)."""
+    return (b1_dose(b1_records.to_dict("records"), paper_b1),
+            timing_dose(b2_records.to_dict("records"), paper_b2))
+
+
+def runs_text(b1_records: pd.DataFrame, b2_records: pd.DataFrame, downstream: pd.DataFrame) -> str:
+    """What the summary read: 'N B1 runs, M B2 runs; pretraining seeds: [0, 1, 2]'."""
+    seeds = sorted(int(s) for s in downstream["pretrain_seed"].unique()) if len(downstream) else []
+    return f"{len(b1_records)} B1 runs, {len(b2_records)} B2 runs; pretraining seeds: {seeds}"
 
 
 def largest_model(overhead: pd.DataFrame) -> pd.DataFrame:
@@ -461,14 +453,71 @@ def largest_model(overhead: pd.DataFrame) -> pd.DataFrame:
     return overhead.merge(largest, on=["objective", "model"])
 
 
+def _card(claim: str, effect: str, seeds: int, delta: float | None, verdict: str, unit: str = B1_UNIT,
+          why: str = "", **fields) -> dict:
+    """One scorecard row (verdicts.card); a verdict not resolved for a reason (`why`, too few
+    blocks) says so in its effect text."""
+    reasons = [why] if why else []
+    if verdict == verdicts.NOT_RESOLVED and 0 < seeds < verdicts.MIN_SEEDS:
+        reasons.append(f"{seeds} {unit}, a verdict needs {verdicts.MIN_SEEDS}")
+    if reasons:
+        effect += "; not judged: " + "; ".join(reasons)
+    return verdicts.card(claim, effect, seeds, delta, verdict, unit=unit, **fields)
+
+
+def majority_text(majority: dict) -> str:
+    """Each compared arm's accuracy beside its test set's majority class, as a row shows them:
+    'electra/shield 0.412 (majority 0.126); electra/none 0.405 (majority 0.126)'."""
+    return "; ".join(f"{arm} {acc:.3f} (majority {prior:.3f})" for arm, (acc, prior) in majority.items())
+
+
+def at_majority_text(below: list[str]) -> str:
+    """Why a row with arms at their majority class is not judged."""
+    return (f"at the majority class (within {verdicts.LEARNED_MARGIN:g}): " + ", ".join(below)) if below else ""
+
+
+def setting(params: dict, path: str):
+    """A plan's setting by its dotted path ('setup.temperature')."""
+    for part in path.split("."):
+        params = params.get(part) if isinstance(params, dict) else None
+    return params
+
+
+def departures(ours: list[dict], paper: list[dict], reasons: dict[str, str]) -> dict[str, str]:
+    """The settings of `reasons` (dotted paths) on which our runs depart from the paper profile's
+    plan, each as 'path ours (paper profile: theirs)' -> its reason; none without both plans."""
+    if not ours or not paper:
+        return {}
+    out = {}
+    for path, why in reasons.items():
+        mine, theirs = setting(ours[0], path), setting(paper[0], path)
+        if mine != theirs:
+            out[f"{path} {mine} (paper profile: {theirs})"] = why
+    return out
+
+
+# The settings of B1's cpu plan that depart from the paper's recipe (not only its scale), with
+# their reasons; `departures` keeps those the records' plan really changes.
+B1_DEPARTURES = {
+    "start.base": "a pretrained MiniLM continued for a few steps stands in for pretraining from scratch",
+    "synonym_rate": "WordNet synonyms injected into the generator's samples, so that false negatives "
+                    "exist at this dose",
+    "temperature": "a generator this small samples frequent words at 1; the discriminator then "
+                   "stayed at 'every token is original' (design history)",
+    "generator_fraction": "the stand-in's generator, half as wide, learns within the dose",
+    "lr": "the stand-in continues a pretrained encoder",
+}
+
+
 def scorecard(downstream: pd.DataFrame, overhead: pd.DataFrame, delta: float = DELTA,
               dose: str = "", cost_dose: str = "") -> list[dict]:
     """Paper B's claims as scorecard rows (SCORECARD_KEYS): one per claim x corrected arm x task.
 
     `downstream`: `downstream_claims`' table (made with margin `delta`); `overhead`:
-    `overhead_claims`' table, judged at the largest model as in `summary`. A pair with an arm at
-    chance is not resolved and says so; a claim with no row at all gets one, not measured.
-    `dose`/`cost_dose`: `dose_text`/`timing_dose` of the runs behind the rows.
+    `overhead_claims`' table, judged at the largest model as in `summary`. Each accuracy row
+    shows its arms beside their majority class; a claim with no row at all gets one, not
+    measured. `dose`/`cost_dose`: `dose_text`/`timing_dose` of the runs behind the rows (with
+    `departures`).
     """
     source = verdicts.delta_against_paper(delta, PAPER_EFFECT, DELTA_SOURCE)
     common = {"dose": dose, "testbed": TESTBED, "delta_source": source}
@@ -478,34 +527,45 @@ def scorecard(downstream: pd.DataFrame, overhead: pd.DataFrame, delta: float = D
         for r in part.to_dict("records") if len(part) else []:
             measure, compared = r["effect"].split(": ", 1)
             effect = (f"{MEASURES.get(measure, measure)}, {compared} = "
-                      + interval_text(r["difference"], r["ci_low"], r["ci_high"], r["seeds"]))
+                      + interval_text(r["difference"], r["ci_low"], r["ci_high"], r["seeds"], "seed"))
             if claim == SOURCE_CLAIM:
                 effect += " (direction reconstructed)"
-            why = "" if r["learned"] else (f"an arm of the pair is at chance (mean test accuracy not "
-                                           f"above the majority class by {verdicts.LEARNED_MARGIN:g})")
+            effect += f"; test accuracy: {majority_text(r['majority'])}"
             diff = stats.Interval(r["difference"], r["ci_low"], r["ci_high"], r["seeds"])
             rows.append(_card(f"{claim[0].upper()}{claim[1:]}: {r['arm']}, {r['task']}", effect, r["seeds"],
-                              delta, r["verdict"], why=why, diff=diff, direction=r["direction"],
-                              controls=r["controls"], **common))
+                              delta, r["verdict"], why=at_majority_text(r["at_majority"]), diff=diff,
+                              direction=r["direction"], controls=r["controls"],
+                              majority=r["majority"], **common))
         if not len(part):
             missing = ("no arm on another lookup table (an arm like 'electra/shield@word2vec-google-news-300', "
                        "or 'electra/shield@wordnet' beside a neighbour table)"
                        if claim == SOURCE_CLAIM else "no corrected arm was compared with its baseline")
             rows.append(_card(f"{claim[0].upper()}{claim[1:]}", f"not measured: {missing}", 0, delta,
-                              verdicts.NOT_RESOLVED, **common))
+                              verdicts.NOT_MEASURED, **common))
     at = largest_model(overhead)
     for claim, target in TARGETS.items():
         part = at[at["claim"] == claim] if len(at) else at
-        cost = {"dose": cost_dose, "testbed": TESTBED,
+        cost = {"dose": cost_dose, "testbed": TESTBED, "scale": COST_SCALE,
                 "delta_source": f"{COST_SOURCE}: at most {target:.0%}"}
         for r in part.to_dict("records") if len(part) else []:
             effect = ("extra step time over the plain step = "
-                      + interval_text(r["overhead"], r["ci_low"], r["ci_high"], r["reps"], "repetition")
+                      + interval_text(r["overhead"], r["ci_low"], r["ci_high"], r["reps"], "timing repetition")
                       + f"; timed on {r['model']}")
             diff = stats.Interval(r["overhead"], r["ci_low"], r["ci_high"], r["reps"])
-            rows.append(_card(f"{claim}: {r['arm']}", effect, r["reps"], target, r["verdict"], "repetition",
+            rows.append(_card(f"{claim}: {r['arm']}", effect, r["reps"], target, r["verdict"], B2_UNIT,
                               diff=diff, direction="at_most", controls=r["controls"], **cost))
         if not len(part):
             rows.append(_card(claim, "not measured: no B2 timing of such an arm", 0, target,
-                              verdicts.NOT_RESOLVED, **cost))
+                              verdicts.NOT_MEASURED, B2_UNIT, **cost))
     return rows
+
+
+CONTROL_TABLE_COLUMNS = ["claim", "kind", "name", "measured", "low", "high", "n", "unit", "judged_on",
+                         "op", "threshold", "source", "status"]
+
+
+def controls_table(scorecard: list[dict]) -> pd.DataFrame:
+    """One row per control of each scorecard row: its interval over its unit, the end it is
+    judged on, the threshold and its status (passed, failed, not measured)."""
+    return pd.DataFrame([{"claim": r["claim"], **c} for r in scorecard for c in r["controls"]],
+                        columns=CONTROL_TABLE_COLUMNS)

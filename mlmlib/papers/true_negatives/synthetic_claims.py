@@ -22,22 +22,23 @@ import pandas as pd
 
 from mlmlib import stats, verdicts
 from mlmlib.papers.true_negatives import claims
-from mlmlib.papers.true_negatives.synthetic_config import TESTBED
+from mlmlib.papers.true_negatives.synthetic_config import SCORED_SETS, TESTBED, SyntheticFinetune
 
 CORPUS, CONTROL_CORPUS = "mix", "shift"
 # The claims on this testbed: the measure compared (method minus baseline, or for the source claim
 # the exact table minus the imperfect one) and the paper's direction.
 SCORE, ROBUST = claims.DOWNSTREAM_CLAIMS  # the paper's two downstream claims, worded as for B1
-SOURCE = "the exact table beats an imperfect one"
+SOURCE = claims.EXACT_TABLE_CLAIM
 MEASURES = {SCORE: ("a_d1", "greater"), ROBUST: ("robustness_drop", "less"), SOURCE: ("b_d1", "greater")}
 MEASURE_NAMES = {"a_d1": "A-D1 accuracy", "b_d1": "B-D1 accuracy (synonyms substituted)",
                  "robustness_drop": "drop A-D1 -> B-D1", "a_d2": "A-D2 accuracy"}
-# Positive controls (the issue's targets), thresholds stated on the summary page:
-FN_RATE_MIN = 0.2         # false negatives among the uncorrected generator's replacements (mix)
-DISC_TRUE_MIN = 0.5       # uncorrected discriminator's accuracy on replacements that are not FNs
-SCRATCH_B_D1_MIN = 0.05   # the uncorrected arm beats scratch on B-D1 by this much
-TABLES_DIFFER_MIN = claims.TABLES_DIFFER_MIN
+# The accuracy each claim's arms are compared on beside their majority class, and where the
+# "pretraining helps" control reads: A-D1 for the score; B-D1 (synonyms substituted), where the
+# drop and the source claim's difference are measured, for the others.
+ACCURACY_SET = {SCORE: "a_d1", ROBUST: "b_d1", SOURCE: "b_d1"}
 LAST_WINDOWS = claims.LAST_WINDOWS
+RUNS = ["language_seed", "pretrain_seed"]
+UNIT = "languages"
 DELTA = 0.02  # the downstream margin on this testbed (ours: see DELTA_SOURCE)
 DELTA_SOURCE = ("ours: paper B's effect sizes are not in our notes; two accuracy points on the "
                 "synthetic test sets (about the standard error of one 1,000-example test set)")
@@ -79,75 +80,134 @@ def scratch_gain(downstream: pd.DataFrame, arm: str, corpus: str, column: str = 
     return float((mine[both] - scratch[both]).mean()) if len(both) else None
 
 
+# ---------------------------------------------------------------- majority baselines
+
+
+def majority_baselines(records: pd.DataFrame) -> pd.DataFrame:
+    """Each run's scored test sets' majority-class accuracy (a row per run: language_seed,
+    pretrain_seed, a_d1, b_d1, a_d2), regenerated from the language and seeds its record names
+    with the testbed's own functions (B4 records none). Imports the testbed (torch) when called."""
+    if not len(records):
+        return pd.DataFrame(columns=["language_seed", "pretrain_seed", *map(key, SCORED_SETS)])
+    from mlmlib.data import synthetic as syn
+    from mlmlib.papers.true_negatives import synthetic_testbed as tb
+
+    rows = []
+    for record in records.to_dict("records"):
+        info, setup = record["info"], record["setup"]
+        seed = int(info["language_seed"])
+        lang = syn.make_language(syn.LanguageConfig(
+            n_sets=setup["n_sets"], n_states=setup["n_states"], n_patterns=setup["n_patterns"],
+            pattern_length=setup["pattern_length"], pattern_set_size=setup["pattern_set_size"], seed=seed))
+        sets = tb.labelled_sets(lang, SyntheticFinetune(**record["finetune"]), seed)
+        rows.append({"language_seed": seed, "pretrain_seed": int(info["pretrain_seed"]),
+                     **{key(s): stats.class_prior(sets[s]["labels"].numpy()) for s in SCORED_SETS}})
+    return pd.DataFrame(rows)
+
+
+def key(test_set: str) -> str:
+    """A scored set's record column: 'A-D1' -> 'a_d1' (as the testbed names it)."""
+    return test_set.lower().replace("-", "_")
+
+
+def per_run(table: pd.DataFrame, arm: str, corpus: str | None, column: str) -> pd.Series:
+    """`column` of `arm` (on `corpus`; None: any corpus), one mean per run (language, seed)."""
+    if not len(table) or column not in table:
+        return pd.Series(dtype=float)
+    part = table[table["arm"] == arm]
+    if corpus is not None:
+        part = part[part["corpus"] == corpus]
+    return part.groupby(RUNS)[column].mean()
+
+
+def majority_of(majority: pd.DataFrame, column: str, claim: str) -> pd.Series:
+    """Each run's majority-class accuracy of test set `column`, or an error naming the claim and
+    the field when the records' test sets have none."""
+    if not len(majority) or column not in majority:
+        raise verdicts.ControlError(f"claim {claim!r}: the runs have no majority-class baseline of "
+                                    f"{column!r} (`majority_baselines` of the records)")
+    return majority.groupby(RUNS)[column].mean()
+
+
+def block_interval(values: pd.Series) -> stats.Interval:
+    """`blocked_interval` of one value per run (language, seed): the interval over languages."""
+    values = values.dropna()
+    return blocked_interval(values.rename("difference").reset_index()) if len(values) else claims.NOT_MEASURED
+
+
 # ---------------------------------------------------------------- positive controls
 
 
-def last_windows(training: pd.DataFrame, arm: str, corpus: str, column: str, claim: str, name: str) -> float:
-    """`column` of `arm` on `corpus` over its last LAST_WINDOWS logging windows, mean over runs."""
-    values = verdicts.record_value(training, column, claim, name)
-    part = training.assign(_value=values)
-    part = part[(part["arm"] == arm) & (part["corpus"] == corpus)]
-    if not len(part):
-        raise verdicts.ControlError(f"claim {claim!r}, control {name!r}: no training windows of arm "
-                                    f"{arm!r} on {corpus!r}")
-    last = part.sort_values("step").groupby(["language_seed", "pretrain_seed"]).tail(LAST_WINDOWS)
-    return float(last["_value"].mean())
+def measurements(claim: str, arm: str, other: str, training: pd.DataFrame, intrinsic: pd.DataFrame,
+                 downstream: pd.DataFrame, majority: pd.DataFrame, delta: float) -> dict:
+    """Every control of claims.CLAIM_CONTROLS as B4 measures it for `arm` against `other`, one
+    value per run and the interval over languages; the uncorrected arm is `objective/none`."""
+    objective = arm.split("/")[0]
+    baseline = f"{objective}/none"
+    accuracy = ACCURACY_SET[claim]
+    fn_rate = last_windows(training, baseline, CORPUS, "fn_rate_replaced")
+    out = {claims.FN_PRESENT: (block_interval(fn_rate),
+                               (f"{baseline}'s replacements that are false negatives on {CORPUS} "
+                               "(last windows)"), "training.fn_rate_replaced")}
+    clean = per_run(intrinsic, "electra/none", CONTROL_CORPUS, "acc_true_replaced")
+    out[claims.LEARNS_CLEAN] = (block_interval(clean), ("electra/none flags true replacements on "
+                                f"{CONTROL_CORPUS} (held-out probe)"), "intrinsic.acc_true_replaced")
+    target = arm if claim != SOURCE else arm.split("@")[0]
+    if objective == "electra" and claims.corrects_flagging(target):
+        change = (last_windows(training, target, CORPUS, "disc_acc_false_negative")
+                  - last_windows(training, baseline, CORPUS, "disc_acc_false_negative"))
+        out[claims.TARGET_CHANGED] = (claims.oriented(block_interval(change)),
+                                      (f"|{target} - {baseline}| on false negatives flagged, {CORPUS} "
+                                      "(last windows)"), "training.disc_acc_false_negative")
+    else:
+        out[claims.TARGET_CHANGED] = claims.target_not_measured(target)
+    out[claims.SWAPS_HURT] = (block_interval(per_run(downstream, baseline, CORPUS, "robustness_drop")),
+                              f"{baseline}'s drop A-D1 -> B-D1 on {CORPUS}", "downstream.robustness_drop")
+    mine = per_run(downstream, baseline, CORPUS, accuracy)
+    scratch = per_run(downstream, "scratch", None, accuracy)
+    out[claims.PRETRAINING_HELPS] = (block_interval(mine - scratch), (f"{baseline} - scratch on "
+                                     f"{MEASURE_NAMES[accuracy]}, {CORPUS}"), f"downstream.{accuracy}")
+    out[claims.ABOVE_MAJORITY] = (block_interval(mine - majority_of(majority, accuracy, claim)),
+                                  f"{baseline} - majority class on {MEASURE_NAMES[accuracy]}, {CORPUS}",
+                                  f"majority_baselines.{accuracy}")
+    if claim == SOURCE:
+        change = (last_windows(training, target, CORPUS, "fn_rate_replaced")
+                  - last_windows(training, other, CORPUS, "fn_rate_replaced"))
+        out[claims.TABLES_DIFFER] = (claims.oriented(block_interval(change)),
+                                     f"|{target} - {other}| among replaced tokens (last windows)",
+                                     "training.fn_rate_replaced")
+    return out
 
 
-def probe_mean(intrinsic: pd.DataFrame, arm: str, corpus: str, column: str, claim: str, name: str) -> float:
-    """The discriminator probe's `column` for `arm` on `corpus`, mean over runs."""
-    values = verdicts.record_value(intrinsic, column, claim, name)
-    part = intrinsic.assign(_value=values)
-    part = part[(part["arm"] == arm) & (part["corpus"] == corpus)]
-    return float(part["_value"].mean()) if len(part) else float("nan")
-
-
-def fn_rate_control(training: pd.DataFrame, objective: str, claim: str, corpus: str = CORPUS) -> dict:
-    """Took: the uncorrected generator (or MLM) makes false negatives, FN_RATE_MIN of its replacements."""
-    name = f"false negatives among {objective}/none's replacements on {corpus} (last windows)"
-    value = last_windows(training, f"{objective}/none", corpus, "fn_rate_replaced", claim, name)
-    return verdicts.control(claim, name, verdicts.TOOK, value, FN_RATE_MIN, bounds=(0, 1),
-                            field="training.fn_rate_replaced")
-
-
-def discriminates_control(intrinsic: pd.DataFrame, claim: str, corpus: str = CORPUS) -> dict:
-    """Took: the uncorrected discriminator flags replacements that are not false negatives."""
-    name = f"electra/none's discriminator flags true replacements on {corpus} (held-out probe)"
-    value = probe_mean(intrinsic, "electra/none", corpus, "acc_true_replaced", claim, name)
-    return verdicts.control(claim, name, verdicts.TOOK, value, DISC_TRUE_MIN, bounds=(0, 1),
-                            field="intrinsic.acc_true_replaced")
-
-
-def pretraining_helps_control(downstream: pd.DataFrame, objective: str, claim: str,
-                              corpus: str = CORPUS) -> dict:
-    """Exists: pretraining (the uncorrected arm) beats scratch on B-D1 by SCRATCH_B_D1_MIN."""
-    name = f"{objective}/none beats scratch on B-D1 (synonyms substituted), {corpus}"
-    return verdicts.control(claim, name, verdicts.EXISTS, scratch_gain(downstream, f"{objective}/none", corpus),
-                            SCRATCH_B_D1_MIN, bounds=(0, 1), field="downstream.b_d1 of arm 'scratch'")
-
-
-def tables_differ_control(training: pd.DataFrame, arm: str, claim: str, corpus: str = CORPUS) -> dict:
-    """Took (source claim): the two tables find false negatives at rates TABLES_DIFFER_MIN apart."""
-    default = arm.split("@")[0]
-    name = f"the two tables find different false negatives: |{default} - {arm}| among replaced tokens"
-    a = last_windows(training, default, corpus, "fn_rate_replaced", claim, name)
-    b = last_windows(training, arm, corpus, "fn_rate_replaced", claim, name)
-    return verdicts.control(claim, name, verdicts.TOOK, abs(a - b), TABLES_DIFFER_MIN, bounds=(0, 1),
-                            field="training.fn_rate_replaced")
+def last_windows(training: pd.DataFrame, arm: str, corpus: str, column: str) -> pd.Series:
+    """`column` of `arm` on `corpus` over its last LAST_WINDOWS logging windows, one mean per
+    run (empty where the records have no such windows)."""
+    if not len(training) or column not in training:
+        return pd.Series(dtype=float)
+    part = training[(training["arm"] == arm) & (training["corpus"] == corpus)]
+    last = part.sort_values("step").groupby(RUNS).tail(LAST_WINDOWS)
+    return last.groupby(RUNS)[column].mean()
 
 
 def controls_for(claim: str, arm: str, other: str, training: pd.DataFrame, intrinsic: pd.DataFrame,
-                 downstream: pd.DataFrame, corpus: str = CORPUS) -> list[dict]:
-    """A claim's positive controls on `corpus` (`arm` against `other`): the generator makes false
-    negatives and (ELECTRA) the discriminator discriminates; the source claim's two tables
-    differ; pretraining helps B-D1."""
-    objective = arm.split("/")[0]
-    took = [fn_rate_control(training, objective, claim, corpus)]
-    if objective == "electra":
-        took.append(discriminates_control(intrinsic, claim, corpus))
-    if claim == SOURCE:
-        took.append(tables_differ_control(training, other, claim, corpus))
-    return took + [pretraining_helps_control(downstream, objective, claim, corpus)]
+                 downstream: pd.DataFrame, majority: pd.DataFrame, delta: float = DELTA) -> list[dict]:
+    """The controls `claim` declares (claims.CLAIM_CONTROLS), judged on B4's measurements over
+    languages (`measurements`)."""
+    measured = measurements(claim, arm, other, training, intrinsic, downstream, majority, delta)
+    return claims.declared_controls(claim, arm.split("/")[0], measured, UNIT, delta)
+
+
+def arm_majority(downstream: pd.DataFrame, majority: pd.DataFrame, arms: list[str], column: str,
+                 claim: str) -> dict[str, tuple[float, float]]:
+    """arm -> (its mean accuracy on test set `column` over runs on `mix`, the mean majority-class
+    accuracy of the same runs' test sets): like against like (verdicts.at_majority)."""
+    prior = majority_of(majority, column, claim)
+    out = {}
+    for arm in arms:
+        acc = per_run(downstream, arm, CORPUS, column)
+        both = acc.index.intersection(prior.index)
+        out[arm] = (float(acc[both].mean()), float(prior[both].mean()) if len(both) else float("nan"))
+    return out
 
 
 # ---------------------------------------------------------------- claims
@@ -171,11 +231,11 @@ def _comparisons(downstream: pd.DataFrame):
 
 
 def claim_rows(training: pd.DataFrame, downstream: pd.DataFrame, intrinsic: pd.DataFrame,
-               delta: float = DELTA) -> pd.DataFrame:
-    """One row per claim and compared pair, on `mix` (judged, with its controls) and on `shift`
-    (the control corpus: shown, verdict left empty). Each interval is over languages
-    (`blocked_interval`); a verdict that is not resolved names the languages that would resolve it
-    at the measured spread."""
+               majority: pd.DataFrame, delta: float = DELTA) -> pd.DataFrame:
+    """One row per claim and compared pair, on `mix` (judged, with its controls and its arms beside
+    their majority class, `majority`: `majority_baselines`) and on `shift` (the control corpus:
+    shown, verdict left empty). Each interval is over languages (`blocked_interval`); a verdict
+    that is not resolved names the languages that would resolve it at the measured spread."""
     rows = []
     for claim, arm, other, effect in _comparisons(downstream):
         column, direction = MEASURES[claim]
@@ -187,10 +247,16 @@ def claim_rows(training: pd.DataFrame, downstream: pd.DataFrame, intrinsic: pd.D
             row = {"claim": claim, "arm": arm, "baseline": other, "corpus": corpus, "measure": column,
                    "effect": effect, "direction": direction, "difference": ci.mean, "ci_low": ci.low,
                    "ci_high": ci.high, "languages": ci.n, "runs": len(diffs), "verdict": "",
-                   "controls": [], "languages_to_resolve": float("nan")}
+                   "controls": [], "majority": {}, "at_majority": [],
+                   "languages_to_resolve": float("nan")}
             if corpus == CORPUS:
-                row["controls"] = controls_for(claim, arm, other, training, intrinsic, downstream, corpus)
-                row["verdict"] = verdicts.judge(ci, direction, delta, row["controls"], claim)
+                row["controls"] = controls_for(claim, arm, other, training, intrinsic, downstream,
+                                               majority, delta)
+                row["majority"] = arm_majority(downstream, majority, [arm, other], ACCURACY_SET[claim],
+                                               claim)
+                row["at_majority"] = verdicts.at_majority(row["majority"], claim)
+                row["verdict"] = verdicts.judge(ci, direction, delta, row["controls"], claim,
+                                                row["at_majority"])
                 if row["verdict"] == verdicts.NOT_RESOLVED and ci.n >= verdicts.MIN_SEEDS:
                     row["languages_to_resolve"] = verdicts.seeds_to_resolve(
                         ci.mean, ci.low, ci.high, ci.n, delta, direction)
@@ -217,9 +283,8 @@ def cost_rows(arms: pd.DataFrame) -> pd.DataFrame:
         ratios = pd.DataFrame({"difference": a[both] / b[both] - 1.0}).reset_index()
         ci = blocked_interval(ratios)
         target = COST[claim]
-        judged = ci.n >= verdicts.MIN_SEEDS
-        controls = claims.cost_controls(claim, ci, target) if judged else []
-        verdict = verdicts.judge(ci, "at_most", target, controls, claim) if judged else verdicts.NOT_RESOLVED
+        controls = claims.cost_controls(claim, ci, target, UNIT)
+        verdict = verdicts.judge(ci, "at_most", target, controls, claim)
         rows.append({"claim": claim, "arm": arm, "step_ms": float(a.mean()), "baseline_ms": float(b.mean()),
                      "overhead": ci.mean, "ci_low": ci.low, "ci_high": ci.high, "languages": ci.n,
                      "target": target, "controls": controls, "verdict": verdict})
@@ -292,9 +357,23 @@ def dose_text(ours: list[dict], paper: list[dict]) -> str:
                               "tokens of pretraining per arm")
 
 
+# The settings of B4's plan that depart from the paper's recipe (not only its scale), with their
+# reasons; `claims.departures` keeps those the records' plan really changes.
+DEPARTURES = {
+    "setup.temperature": "the generator samples at 1.5 (ELECTRA and the paper profile: 1), chosen "
+                         "after the uncorrected discriminator's control failed at 1 on two of the "
+                         "three languages (design history)",
+    "setup.lr": "a 64-wide model from scratch in 8,000 steps",
+    "setup.warmup_frac": "a schedule of 8,000 steps",
+    "setup.dropout": "a 64-wide model on a synthetic language",
+    "corpus_arms": "the control corpus pretrains only the uncorrected arms, which its controls "
+                   "read (time budget)",
+}
+
+
 def scorecard(rows: pd.DataFrame, cost: pd.DataFrame, delta: float = DELTA, dose: str = "") -> list[dict]:
-    """The testbed's claims as scorecard rows (testbed TESTBED), judged on `mix`; a claim with no
-    row at all gets one, not measured."""
+    """The testbed's claims as scorecard rows (testbed TESTBED), judged on `mix`, each arm's
+    accuracy beside its majority class; a claim with no row at all gets one, not measured."""
     source = verdicts.delta_against_paper(delta, claims.PAPER_EFFECT, DELTA_SOURCE)
     common = {"dose": dose, "testbed": TESTBED}
     judged = rows[rows["corpus"] == CORPUS] if len(rows) else rows
@@ -304,23 +383,27 @@ def scorecard(rows: pd.DataFrame, cost: pd.DataFrame, delta: float = DELTA, dose
         for r in part.to_dict("records") if len(part) else []:
             diff = stats.Interval(r["difference"], r["ci_low"], r["ci_high"], r["languages"])
             effect = (f"{MEASURE_NAMES[r['measure']]}, {r['effect']} = "
-                      + verdicts.interval_text(diff.mean, diff.low, diff.high, diff.n, unit=BLOCK))
+                      + verdicts.interval_text(diff.mean, diff.low, diff.high, diff.n, unit=BLOCK)
+                      + f"; {MEASURE_NAMES[ACCURACY_SET[claim]]}: {claims.majority_text(r['majority'])}")
             if r["verdict"] == verdicts.NOT_RESOLVED and r["languages_to_resolve"] == r["languages_to_resolve"]:
                 effect += f"; about {r['languages_to_resolve']:.0f} languages would resolve it"
             out.append(claims._card(f"{claim[0].upper()}{claim[1:]}: {r['arm']} (mix)", effect, diff.n, delta,
-                                    r["verdict"], unit=BLOCK, diff=diff, direction=r["direction"],
-                                    controls=r["controls"], delta_source=source, **common))
+                                    r["verdict"], unit=UNIT, why=claims.at_majority_text(r["at_majority"]),
+                                    diff=diff, direction=r["direction"], controls=r["controls"],
+                                    majority=r["majority"], delta_source=source, **common))
         if not len(part):
             out.append(claims._card(f"{claim[0].upper()}{claim[1:]}", "not measured: no B4 run compared "
-                                    "these arms", 0, delta, verdicts.NOT_RESOLVED, delta_source=source, **common))
+                                    "these arms", 0, delta, verdicts.NOT_MEASURED, unit=UNIT,
+                                    delta_source=source, **common))
     for claim, target in COST.items():
         part = cost[cost["claim"] == claim] if len(cost) else cost
         for r in part.to_dict("records") if len(part) else []:
             diff = stats.Interval(r["overhead"], r["ci_low"], r["ci_high"], r["languages"])
             effect = ("extra step time over the uncorrected arm in B4's runs = "
                       + verdicts.interval_text(diff.mean, diff.low, diff.high, diff.n, unit=BLOCK))
-            out.append(claims._card(f"{claim}: {r['arm']}", effect, diff.n, target, r["verdict"], unit=BLOCK,
+            out.append(claims._card(f"{claim}: {r['arm']}", effect, diff.n, target, r["verdict"], unit=UNIT,
                                     diff=diff, direction="at_most", controls=r["controls"],
+                                    scale=claims.COST_SCALE,
                                     delta_source=f"{claims.COST_SOURCE}: at most {target:.0%}", **common))
     return out
 
@@ -335,6 +418,7 @@ class SyntheticSummary:
     training: pd.DataFrame
     downstream: pd.DataFrame
     intrinsic: pd.DataFrame
+    majority: pd.DataFrame
     rows: pd.DataFrame
     cost: pd.DataFrame
     controls: pd.DataFrame
@@ -345,7 +429,8 @@ class SyntheticSummary:
     def saved(self) -> dict:
         """What the summary records (JSON-able)."""
         return {"claims": self.rows.to_dict("records"), "cost": self.cost.to_dict("records"),
-                "controls": self.controls.to_dict("records")}
+                "controls": self.controls.to_dict("records"),
+                "majority": self.majority.to_dict("records")}
 
 
 def explode(records: pd.DataFrame, key: str) -> pd.DataFrame:
@@ -355,15 +440,20 @@ def explode(records: pd.DataFrame, key: str) -> pd.DataFrame:
     return pd.DataFrame([row for rows in records[key] if isinstance(rows, list) for row in rows])
 
 
-def summarise(records: pd.DataFrame, paper_params: list[dict], delta: float = DELTA) -> SyntheticSummary:
+def summarise(records: pd.DataFrame, paper_params: list[dict], delta: float = DELTA,
+              majority: pd.DataFrame | None = None) -> SyntheticSummary:
     """B4's records (a row per run) -> claim rows, cost rows, control values and scorecard rows;
-    `paper_params`: the paper profile's B4 runs (the dose's reference)."""
+    `paper_params`: the paper profile's B4 runs (the dose's reference and its departures);
+    `majority`: each run's test sets' majority class (default: `majority_baselines`)."""
     training, downstream, intrinsic, arms = (explode(records, k) for k in
                                              ("training", "downstream", "intrinsic", "arms"))
-    rows = claim_rows(training, downstream, intrinsic, delta)
+    majority = majority_baselines(records) if majority is None else majority
+    rows = claim_rows(training, downstream, intrinsic, majority, delta)
     cost = cost_rows(arms)
     ours = records.to_dict("records") if len(records) and "setup" in records else []
-    card = scorecard(rows, cost, delta, dose_text(ours, paper_params))
-    return SyntheticSummary(training, downstream, intrinsic, rows, cost,
+    dose = verdicts.with_departures(dose_text(ours, paper_params),
+                                    claims.departures(ours, paper_params, DEPARTURES))
+    card = scorecard(rows, cost, delta, dose)
+    return SyntheticSummary(training, downstream, intrinsic, majority, rows, cost,
                             control_values(training, intrinsic, downstream), card,
                             downstream_table(downstream), intrinsic_table(intrinsic))
