@@ -35,15 +35,34 @@ def composition_for(rows, ratio=2.0, reference="random"):
     return pd.DataFrame(out).drop_duplicates()
 
 
-def selective_claims(rows, priors, *args, composition=None, **kw):
-    """`claims.selective_claims` with controls that pass unless a test sets them: a composition
-    where selective arms mask list words twice as often, and, where the rows have no `none` arm,
-    one 0.1 below `random` on every seed (continued MLM moves the score)."""
+def dose_rows_for(rows, ratio=2.0, drop=0.5, reference_share=0.1, reference="random"):
+    """C2's dose rows (doses 0 and 10) for every (task, word list, selective arm) of `rows` and its
+    seeds: the selective arm masks list words `ratio` times as often as `reference`, and continued
+    MLM lowers the held-out loss by `drop` + 0.01 x seed (the controls pass at the defaults)."""
+    out = []
+    for task, word_list, name in {(r["task"], r["word_list"], r["arm"]) for r in rows}:
+        if word_list == "-":
+            continue
+        for seed in {r["seed"] for r in rows if r["task"] == task}:
+            for dose, loss in ((0, 3.0), (10, 3.0 - drop - 0.01 * seed)):
+                common = {"task": task, "word_list": word_list, "seed": seed, "dose": dose}
+                out += [common | {"arm": name, "list_share": reference_share * ratio,
+                                  "heldout_loss": loss},
+                        common | {"arm": reference, "list_share": reference_share,
+                                  "heldout_loss": loss}]
+    return out
+
+
+def selective_claims(rows, priors, *args, dose_rows=None, **kw):
+    """`claims.selective_claims` with controls that pass unless a test sets them: dose rows where
+    selective arms mask list words twice as often and continued MLM lowers the held-out loss, and,
+    where the rows have no `none` arm, one 0.1 below `random` on every seed (continued MLM moves
+    the score)."""
     if not any(r["arm"] == "none" for r in rows):
         rows = rows + [r | {"arm": "none", "word_list": "-", "accuracy": r["accuracy"] - 0.1,
                             "f1": r["f1"] - 0.1} for r in rows if r["arm"] == "random"]
-    return claims.selective_claims(rows, priors, *args, composition=composition_for(rows)
-                                   if composition is None else composition, **kw)
+    return claims.selective_claims(rows, priors, *args, dose_rows=dose_rows_for(rows)
+                                   if dose_rows is None else dose_rows, **kw)
 
 
 def only(table, **match):
@@ -93,10 +112,13 @@ def test_below_random_is_contradicted():
     assert selective_claims(rows, PRIORS)[0]["verdict"] == verdicts.CONTRADICTED
 
 
-def test_too_few_seeds_is_not_resolved():
+def test_too_few_seeds_is_not_measured():
+    # two seeds: the interval alone is "not resolved", and every control, over two seeds, has no
+    # interval, so the claim is "not measured"
     rows = arm("random", [0.70, 0.72]) + arm("exponential", [0.80, 0.83], "vader")  # +0.10, +0.11
     c = selective_claims(rows, PRIORS)[0]
-    assert c["seeds"] == 2 < verdicts.MIN_SEEDS and c["verdict"] == verdicts.NOT_RESOLVED
+    assert c["seeds"] == 2 < verdicts.MIN_SEEDS and c["verdict"] == verdicts.NOT_MEASURED
+    assert {x["status"] for x in c["controls"]} == {verdicts.UNMEASURED}
 
 
 def test_spanning_zero_is_not_resolved_and_equivalent_with_a_margin():
@@ -109,15 +131,22 @@ def test_spanning_zero_is_not_resolved_and_equivalent_with_a_margin():
 
 
 def test_classifiers_at_the_majority_class_resolve_nothing():
-    # selective above random at every seed, but nobody beats the 0.7 majority class by the margin
+    # selective above random at every seed, but neither beats the 0.7 majority class by the margin
     rows = arm("random", [0.700, 0.705, 0.700, 0.700]) + arm("step", [0.710, 0.716, 0.712, 0.711], "v")
     assert only(claims.paired_against(rows), arm="step")["verdict"] == verdicts.REPRODUCED
     c = selective_claims(rows, {"t": 0.7})[0]
     assert not c["learned"] and c["verdict"] == verdicts.NOT_RESOLVED
+    assert c["at_majority"] == ["step", "random"]
+    assert c["majority"] == {"step": (pytest.approx(0.71225), 0.7),
+                             "random": (pytest.approx(0.70125), 0.7)}
+    # one arm learned is not enough: random at its majority class leaves the comparison unjudged
+    assert selective_claims(rows, {"t": 0.69})[0]["at_majority"] == ["random"]
+    assert selective_claims(rows, {"t": 0.69})[0]["verdict"] == verdicts.NOT_RESOLVED
     # the same rows against a lower prior: learned, and the paired verdict stands
     assert selective_claims(rows, {"t": 0.6})[0]["verdict"] == verdicts.REPRODUCED
-    # a task without a recorded prior is not taken as learned
-    assert selective_claims(rows, {})[0]["verdict"] == verdicts.NOT_RESOLVED
+    # a task without a recorded prior stops, naming the claim and the arm
+    with pytest.raises(verdicts.ControlError, match="step masking .* arm 'step' has no majority"):
+        selective_claims(rows, {})
 
 
 def test_the_compared_metric_is_also_the_one_judged_against_its_prior():
@@ -156,9 +185,11 @@ def test_each_task_is_judged_against_its_own_majority_class():
     assert hate_claim["metric"] == "f1" and sst2_claim["metric"] == "accuracy"
     assert not hate_claim["learned"] and hate_claim["verdict"] == verdicts.NOT_RESOLVED  # 0.50 < 0.502
     assert hate_claim["effect"] == pytest.approx(0.015)
-    (card,) = [r for r in claims.scorecard(table) if r["claim"].endswith("hate")]
+    (card,) = [r for r in check_card(claims.scorecard(table)) if r["claim"].endswith("hate")]
     assert card["effect"].startswith("test macro-F1, step - random = 0.015")
-    assert "no compared classifier beats the majority class (0.482 macro-F1)" in card["effect"]
+    assert "step 0.495, random 0.480 (majority 0.482)" in card["effect"]
+    assert "not judged: at the majority class (macro-F1, within 0.02): step, random" in card["effect"]
+    assert card["majority"]["random"] == {"accuracy": 0.48, "majority": 0.482}
 
 
 def test_bad_metrics_are_named():
@@ -168,9 +199,9 @@ def test_bad_metrics_are_named():
         selective_claims(RANDOM, PRIORS, task_metrics={"t": "auc"})
 
 
-def test_no_reference_arm_gives_unpaired_not_resolved():
+def test_no_reference_arm_gives_unpaired_not_measured():
     c = selective_claims(arm("step", [0.9, 0.91, 0.92], "v"), PRIORS)[0]
-    assert c["seeds"] == 0 and math.isnan(c["effect"]) and c["verdict"] == verdicts.NOT_RESOLVED
+    assert c["seeds"] == 0 and math.isnan(c["effect"]) and c["verdict"] == verdicts.NOT_MEASURED
 
 
 # ---------------------------------------------------------------- learned_groups
@@ -237,7 +268,7 @@ def test_conclusion_says_why_it_is_not_resolved():
     assert verdict == verdicts.NOT_RESOLVED
     assert "1 reproduced, 2 not resolved" in text
     assert f"1 have fewer than {verdicts.MIN_SEEDS} paired seeds" in text
-    assert "in 1, no compared classifier beats the majority class" in text
+    assert "in 1, a compared arm does not beat its majority class by 0.02" in text
     assert "scratch" in text
     assert "scratch" not in claims.conclusion(table, [claim(verdicts.REPRODUCED)])[1]
 
@@ -287,22 +318,27 @@ def test_scorecard_one_row_per_comparison():
     assert [r["claim"] for r in card] == ["step masking (vader) beats random: few labels, t",
                                           "linear masking (vader) beats random: all labels, t"]
     assert [r["verdict"] for r in card] == [c["verdict"] for c in table] == [verdicts.REPRODUCED, verdicts.CONTRADICTED]
-    assert card[0]["effect"] == "test accuracy, step - random = 0.048 [0.032, 0.063]"
-    assert card[0]["seeds"] == 4 and card[0]["delta"] == 0.004
-    assert list(claims.scorecard_table(card).columns) == ["Claim", "Verdict", "Controls", "Effect [95% CI]", "Seeds",
+    assert card[0]["effect"] == ("test accuracy, step - random = 0.048 [0.032, 0.063]; "
+                                 "step 0.765, random 0.718 (majority 0.500)")
+    assert card[0]["seeds"] == 4 and card[0]["delta"] == 0.004 and card[0]["unit"] == "seeds"
+    assert card[0]["scale"] == verdicts.ACCURACY and card[0]["at_majority"] == []
+    assert list(claims.scorecard_table(card).columns) == ["Claim", "Verdict", "Controls", "Effect [95% CI]", "Blocks",
                                    "Dose (ours / paper profile)", "Margin"]
 
 
 def test_scorecard_says_why_a_comparison_is_not_judged():
     chance = arm("random", [0.700, 0.705, 0.700, 0.700]) + arm("step", [0.710, 0.716, 0.712, 0.711], "v")
     (row,) = check_card(claims.scorecard(selective_claims(chance, {"t": 0.7})))
-    assert row["verdict"] == verdicts.NOT_RESOLVED
-    assert "not judged: no compared classifier beats the majority class (0.700 accuracy)" in row["effect"]
+    assert row["verdict"] == verdicts.NOT_RESOLVED and row["at_majority"] == ["step", "random"]
+    assert row["effect"].endswith("step 0.712, random 0.701 (majority 0.700); not judged: at the "
+                                  "majority class (accuracy, within 0.02): step, random")
     assert "paired seeds" not in row["effect"]  # four seeds: enough
+    assert "not resolved: at the majority class: step, random" in claims.scorecard_table(
+        [row])["Controls"][0]
     few_at_chance = arm("random", [0.700, 0.705]) + arm("step", [0.710, 0.716], "v")
-    (row,) = claims.scorecard(selective_claims(few_at_chance, {"t": 0.7}))
-    assert row["effect"].count("not judged") == 1
-    assert row["effect"].endswith("by 0.02; 2 paired seeds, a verdict needs 3")
+    (row,) = check_card(claims.scorecard(selective_claims(few_at_chance, {"t": 0.7})))
+    assert row["effect"].count("not judged") == 1 and row["verdict"] == verdicts.NOT_MEASURED
+    assert row["effect"].endswith("step, random; 2 paired seeds, a verdict needs 3")
     few = arm("random", [0.70, 0.72]) + arm("exponential", [0.80, 0.83], "vader")
     (row,) = check_card(claims.scorecard(selective_claims(few, PRIORS)))
     assert "not judged: 2 paired seeds" in row["effect"] and row["delta"] is None
@@ -310,32 +346,103 @@ def test_scorecard_says_why_a_comparison_is_not_judged():
     (row,) = check_card(claims.scorecard(selective_claims(one, PRIORS)))
     assert "one seed: no interval" in row["effect"]
     (row,) = check_card(claims.scorecard([]))
-    assert row["claim"] == claims.CLAIM and row["verdict"] == verdicts.NOT_RESOLVED
+    assert row["claim"] == claims.CLAIM and row["verdict"] == verdicts.NOT_MEASURED
     assert row["effect"].startswith("not measured")
-    assert list(claims.scorecard_table([row]).columns) == ["Claim", "Verdict", "Controls", "Effect [95% CI]", "Seeds",
+    assert list(claims.scorecard_table([row]).columns) == ["Claim", "Verdict", "Controls", "Effect [95% CI]", "Blocks",
                                    "Dose (ours / paper profile)"]
 
 
 # ---------------------------------------------------------------- positive controls
 
+# exponential within 0.001 of random at every seed: equivalent within 0.004 when the controls pass
+NULL = RANDOM + arm("exponential", [0.701, 0.719, 0.741, 0.71], "vader")
+MOVED = arm("none", [0.60, 0.61, 0.62, 0.605])  # random - none about +0.11 at every seed
+
+
+def named(row, part):
+    """The one control of a claim whose name holds `part`."""
+    (found,) = [c for c in row["controls"] if part in c["name"]]
+    return found
+
+
+def test_the_controls_are_intervals_over_seeds_from_known_values():
+    (row,) = selective_claims(NULL + MOVED, PRIORS, delta=0.004)
+    assert row["verdict"] == verdicts.EQUIVALENT
+    ratio, drop, moved = (named(row, "list share"), named(row, "held-out masked-LM loss"),
+                          named(row, "moves the score"))
+    assert [c["kind"] for c in (ratio, drop, moved)] == [verdicts.TOOK, verdicts.TOOK, verdicts.EXISTS]
+    assert {c["unit"] for c in row["controls"]} == {"seeds"}
+    assert {c["n"] for c in row["controls"]} == {4}
+    assert {c["source"] for c in row["controls"]} == {"principle"}
+    # the ratio is 2 at every seed: an interval of zero width
+    assert ratio["measured"] == ratio["low"] == ratio["high"] == pytest.approx(2.0)
+    # the loss falls by 0.5 + 0.01 x seed (seeds 0 to 3): mean 0.515, judged on its low end
+    assert drop["measured"] == pytest.approx(0.515) and drop["judged_on"] == drop["low"] > 0
+    assert "at 10 steps" in drop["name"]
+    # random - none: +0.10, +0.11, +0.12, +0.105
+    assert moved["measured"] == pytest.approx(0.10875) and moved["judged_on"] == moved["low"] > 0
+
 
 @pytest.mark.parametrize("ratio, expected", [(1.5, verdicts.EQUIVALENT), (1.49, verdicts.INSENSITIVE)])
 def test_a_selective_arm_must_mask_list_words_more_often(ratio, expected):
-    rows = (RANDOM + arm("exponential", [0.701, 0.719, 0.741, 0.71], "vader")
-            + arm("none", [0.60, 0.61, 0.62, 0.605]))
-    (row,) = selective_claims(rows, PRIORS, delta=0.004, composition=composition_for(rows, ratio))
+    rows = NULL + MOVED
+    (row,) = selective_claims(rows, PRIORS, delta=0.004, dose_rows=dose_rows_for(rows, ratio))
     assert row["verdict"] == expected
+    assert named(row, "list share")["status"] == (verdicts.PASSED if ratio == 1.5 else verdicts.FAILED)
+
+
+def test_continued_mlm_that_does_not_lower_the_heldout_loss_makes_it_insensitive():
+    rows = NULL + MOVED
+    (row,) = selective_claims(rows, PRIORS, delta=0.004, dose_rows=dose_rows_for(rows, drop=-0.2))
+    assert row["verdict"] == verdicts.INSENSITIVE
+    assert [c["name"] for c in verdicts.failed_controls(row["controls"])] == [
+        named(row, "held-out masked-LM loss")["name"]]
 
 
 def test_continued_mlm_that_moves_nothing_makes_equivalence_insensitive():
-    rows = (RANDOM + arm("exponential", [0.701, 0.719, 0.741, 0.71], "vader")
-            + arm("none", [0.701, 0.719, 0.741, 0.709]))
+    rows = NULL + arm("none", [0.701, 0.719, 0.741, 0.709])
     (row,) = selective_claims(rows, PRIORS, delta=0.004)
     assert row["verdict"] == verdicts.INSENSITIVE
     note = verdicts.controls_note(row["verdict"], row["controls"])
-    assert "continued MLM moves the score" in note
+    assert "continued MLM moves the score" in note and "over 4 seeds" in note
     (card,) = check_card(claims.scorecard([row]))
     assert card["verdict"] == verdicts.INSENSITIVE
+
+
+def test_continued_mlm_that_lowers_the_score_moves_it_too():
+    # random - none about -0.1 at every seed: the score moved (down), the control passes
+    rows = NULL + arm("none", [0.80, 0.821, 0.84, 0.81])
+    (row,) = selective_claims(rows, PRIORS, delta=0.004)
+    moved = named(row, "moves the score")
+    assert moved["status"] == verdicts.PASSED and moved["measured"] == pytest.approx(0.10025)
+    assert row["verdict"] == verdicts.EQUIVALENT
+
+
+def test_a_clear_interval_with_a_failed_control_is_insensitive_too():
+    # selective well above random at every seed, but continued MLM moved nothing: no exception
+    rows = (RANDOM + arm("step", [0.75, 0.76, 0.80, 0.75], "vader")
+            + arm("none", [0.701, 0.719, 0.741, 0.709]))
+    (row,) = selective_claims(rows, PRIORS)
+    assert only(claims.paired_against(rows), arm="step")["verdict"] == verdicts.REPRODUCED
+    assert row["verdict"] == verdicts.INSENSITIVE
+    (card,) = check_card(claims.scorecard([row]))
+    assert card["verdict"] == verdicts.INSENSITIVE
+
+
+def test_without_dose_rows_c1s_ratio_stands_in_and_the_loss_is_not_measured():
+    rows = NULL + MOVED
+    (row,) = claims.selective_claims(rows, PRIORS, delta=0.004,
+                                     composition=composition_for(rows, 1.2))
+    ratio = named(row, "list share")
+    # C1's ratio is the design's: the same for every seed, an interval of zero width over 4 seeds
+    assert ratio["n"] == 4 and ratio["low"] == ratio["high"] == pytest.approx(1.2)
+    assert named(row, "held-out masked-LM loss")["status"] == verdicts.UNMEASURED
+    assert row["verdict"] == verdicts.INSENSITIVE  # the failed ratio comes first
+    (row,) = claims.selective_claims(rows, PRIORS, delta=0.004, composition=composition_for(rows))
+    assert row["verdict"] == verdicts.NOT_MEASURED
+    (card,) = check_card(claims.scorecard([row]))
+    assert "not measured: continued MLM lowers the held-out" in claims.scorecard_table(
+        [card])["Controls"][0]
 
 
 def test_a_missing_composition_names_the_field():
@@ -351,12 +458,18 @@ def test_the_margin_is_at_most_half_the_anchors_effect():
 
 
 def test_a_task_text_without_list_words_fails_the_masking_control():
-    rows = (RANDOM + arm("exponential", [0.701, 0.719, 0.741, 0.71], "vader")
-            + arm("none", [0.60, 0.61, 0.62, 0.605]))
-    none_listed = composition_for(rows).assign(list_share=0.0)
-    (row,) = selective_claims(rows, PRIORS, delta=0.004, composition=none_listed)
+    rows = NULL + MOVED
+    none_listed = dose_rows_for(rows, reference_share=0.0)
+    (row,) = selective_claims(rows, PRIORS, delta=0.004, dose_rows=none_listed)
     assert row["verdict"] == verdicts.INSENSITIVE
     assert "no list word in the task's text" in verdicts.controls_note(row["verdict"], row["controls"])
+
+
+def test_arms_text_sets_each_arm_beside_its_majority_class():
+    assert claims.arms_text({"a": (0.81, 0.6), "b": (0.8, 0.6)}) == "a 0.810, b 0.800 (majority 0.600)"
+    assert (claims.arms_text({"a": (0.81, 0.6), "b": (0.8, 0.5)})
+            == "a 0.810 (majority 0.600), b 0.800 (majority 0.500)")
+    assert claims.arms_text({}) == "no arm measured"
 
 
 def test_the_mlm_dose_reads_the_groups_and_the_records_from_before_them():
@@ -365,3 +478,26 @@ def test_the_mlm_dose_reads_the_groups_and_the_records_from_before_them():
     assert claims.mlm_tokens({}) == 60 * 32 * 40  # the smoke defaults
     flat = {"mlm_steps": 30, "mlm_batch_size": 32, "max_length": 128}  # a record before the groups
     assert claims.mlm_tokens(flat) == 30 * 32 * 128
+
+
+def test_the_committed_cpu_records_give_rows_the_rules_allow():
+    """C3's scorecard rows from the committed cpu records of C1, C2 and C4, read as the summary
+    page reads them: every row passes the shared rule check and shows the majority class."""
+    from scorecards import rule_problems
+
+    from mlmlib.papers.selective_masking import dose_claims
+    from mlmlib.runs import records as results
+
+    scores, mlm = (results.load_records("cpu", n) for n in ("C1_task_scores", "C2_selective_mlm"))
+    rows = results.explode_rows(mlm, "rows", keep=["run_id"]).to_dict("records")
+    metrics = {"tweets-hate-speech": "f1"}
+    composition = results.explode_rows(scores, "masked_composition", keep=["run_id", "task"])
+    dosed_rows = dose_claims.testbed_rows(mlm, results.load_records("cpu", "C4_synthetic_selective"))
+    claimed = claims.selective_claims(rows, claims.task_priors(mlm, "accuracy", metrics),
+                                      task_metrics=metrics, composition=composition,
+                                      dose_rows=dosed_rows["real"])
+    dosed = [c for bed, part in dosed_rows.items() for c in dose_claims.dose_claims(part, bed)]
+    card = check_card(claims.scorecard(claimed) + dose_claims.top_dose_card(dosed))
+    assert [rule_problems(r) for r in card] == [[]] * len(card)
+    assert all("(majority 0." in r["effect"] and r["majority"] for r in card)
+    assert [r["unit"] for r in card] == ["seeds", "seeds", "languages"]

@@ -137,6 +137,6 @@ def test_the_b4_page_numbers_read_the_windows_the_claims_read():
     """The runs package repeats the claims' LAST_WINDOWS (it imports no paper code): the two
     must agree, or a page would quote a control over other windows than its verdict."""
     from mlmlib.papers.true_negatives import claims
-    from mlmlib.runs import page_quantities
+    from mlmlib.runs.quantities import paper_b
 
-    assert page_quantities.LAST_WINDOWS == claims.LAST_WINDOWS
+    assert paper_b.LAST_WINDOWS == claims.LAST_WINDOWS

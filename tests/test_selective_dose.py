@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from scorecards import check_card
 
 from mlmlib import verdicts
 from mlmlib.papers.selective_masking import dose, dose_claims, synthetic_task
@@ -134,8 +135,10 @@ def test_a_word_list_absent_from_the_text_stops_before_training():
 
 # ---------------------------------------------------------------- the claims on hand-made records
 
-def _rows(effect: float, loss_drop: float, moved: float, ratio: float = 2.0, seeds=(0, 1, 2, 3)):
-    """Dose rows of a hand-made design: random and exponential at doses 0 and 10."""
+def _rows(effect: float, loss_drop: float, moved: float, ratio: float = 2.0, seeds=(0, 1, 2, 3),
+          majority: float | None = 0.5):
+    """Dose rows of a hand-made design: random and exponential at doses 0 and 10, each with its
+    run's majority class (`rows_of` copies it from the record)."""
     rows = []
     for s in seeds:
         jitter = 0.001 * (s - 1.5)
@@ -146,6 +149,8 @@ def _rows(effect: float, loss_drop: float, moved: float, ratio: float = 2.0, see
                          "heldout_loss": 3.0 - loss_drop + jitter,
                          "accuracy": 0.7 + moved + (effect if arm == "exponential" else 0) + jitter
                          * (2 if arm == "exponential" else 1)})
+    if majority is not None:
+        rows = [r | {"majority_accuracy": majority} for r in rows]
     return rows
 
 
@@ -154,6 +159,16 @@ def test_dose_claim_reproduced_with_every_control():
     assert claim["dose"] == 10 and claim["verdict"] == verdicts.REPRODUCED
     assert all(c["passed"] for c in claim["controls"]) and len(claim["controls"]) == 3
     assert claim["list_share_ratio"] == pytest.approx(2.0)
+    # every control an interval over the four languages, with its unit
+    assert {(c["unit"], c["n"]) for c in claim["controls"]} == {("languages", 4)}
+    drop = next(c for c in claim["controls"] if "held-out" in c["name"])
+    assert drop["measured"] == pytest.approx(0.5) and drop["judged_on"] == drop["low"] < 0.5
+    assert claim["majority"] == {"exponential": (pytest.approx(0.8), 0.5),
+                                 "random": (pytest.approx(0.75), 0.5)}
+    [card] = check_card(dose_claims.top_dose_card([claim]))
+    assert card["unit"] == "languages" and card["scale"] == verdicts.ACCURACY
+    assert card["effect"].endswith("exponential 0.800, random 0.750 (majority 0.500)")
+    assert card["majority"]["random"] == {"accuracy": pytest.approx(0.75), "majority": 0.5}
 
 
 @pytest.mark.parametrize("kwargs, failed", [
@@ -166,14 +181,67 @@ def test_a_failed_control_makes_a_null_insensitive(kwargs, failed):
     rows = _rows(args["effect"], args["loss_drop"], args["moved"], kwargs.get("ratio", 2.0))
     [claim] = dose_claims.dose_claims(rows, "synthetic")
     assert claim["verdict"] == verdicts.INSENSITIVE
-    assert [c["name"] for c in claim["controls"] if not c["passed"]][0].find(failed) >= 0 or \
-        any(failed in c["name"] for c in claim["controls"] if not c["passed"])
-    card = dose_claims.top_dose_card([claim])
+    assert [c["name"] for c in verdicts.failed_controls(claim["controls"])] == [
+        c["name"] for c in claim["controls"] if failed in c["name"]]
+    card = check_card(dose_claims.top_dose_card([claim]))
     assert card[0]["testbed"].startswith("synthetic") and card[0]["verdict"] == verdicts.INSENSITIVE
 
 
-def test_too_few_seeds_is_not_resolved_and_the_score_must_exist():
+@pytest.mark.parametrize("effect", [0.05, -0.05])
+def test_a_clear_interval_with_a_failed_control_is_insensitive(effect):
+    """No exception: an interval clear of zero either way reads insensitive when the score did
+    not move (the old rule kept it)."""
+    [claim] = dose_claims.dose_claims(_rows(effect, 0.5, 0.0), "synthetic")
+    diff = stats_interval(claim)
+    assert verdicts.verdict(diff) == (verdicts.REPRODUCED if effect > 0 else verdicts.CONTRADICTED)
+    assert claim["verdict"] == verdicts.INSENSITIVE
+    check_card(dose_claims.top_dose_card([claim]))
+
+
+def stats_interval(claim):
+    from mlmlib.stats import Interval
+
+    return Interval(claim["effect"], claim["low"], claim["high"], claim["seeds"])
+
+
+def test_an_arm_at_its_majority_class_is_not_judged():
+    # every arm scores 0.70 to 0.80 against a majority class of 0.74: random (0.75) is within 0.02
+    [claim] = dose_claims.dose_claims(_rows(0.05, 0.5, 0.05, majority=0.74), "synthetic")
+    assert claim["at_majority"] == ["random"] and claim["verdict"] == verdicts.NOT_RESOLVED
+    [card] = check_card(dose_claims.top_dose_card([claim]))
+    assert card["effect"].endswith("not judged: at the majority class (within 0.02): random")
+
+
+def test_a_record_without_its_majority_class_is_named():
+    with pytest.raises(verdicts.ControlError, match="exponential beats random .* arm 'exponential' "
+                                                    "has no majority-class baseline"):
+        dose_claims.dose_claims(_rows(0.05, 0.5, 0.05, majority=None), "synthetic")
+
+
+def test_the_probe_rows_are_a_classifiers_accuracy_over_seeds():
+    rows = [r | {"probe_accuracy": r["accuracy"]} for r in _rows(0.05, 0.5, 0.05)]
+    [claim] = dose_claims.dose_claims(rows, "real")
+    assert {c["unit"] for c in claim["controls"]} == {"seeds"}
+    [card] = check_card(dose_claims.top_dose_card([claim]))
+    assert card["scale"] == "probe accuracy difference" and card["unit"] == "seeds"
+    assert set(card["majority"]) == {"exponential", "random"}
+
+
+def test_rows_of_carries_each_records_majority_class():
+    import pandas as pd
+
+    records = pd.DataFrame([{"dose_rows": [{"arm": "random", "seed": 0}], "majority_accuracy": 0.6,
+                             "majority_f1": 0.4},
+                            {"dose_rows": None, "majority_accuracy": 0.7, "majority_f1": 0.4}])
+    assert dose_claims.rows_of(records) == [{"arm": "random", "seed": 0, "majority_accuracy": 0.6,
+                                             "majority_f1": 0.4}]
+    assert dose_claims.majority_field("probe_f1") == "majority_f1"
+
+
+def test_too_few_seeds_is_not_measured_and_the_score_must_exist():
     [claim] = dose_claims.dose_claims(_rows(0.05, 0.5, 0.05, seeds=(0, 1)), "synthetic")
-    assert claim["verdict"] == verdicts.NOT_RESOLVED and not claim["controls"]
+    assert claim["verdict"] == verdicts.NOT_MEASURED
+    assert {c["status"] for c in claim["controls"]} == {verdicts.UNMEASURED}
+    check_card(dose_claims.top_dose_card([claim]))
     with pytest.raises(ValueError, match="probe_accuracy"):
         dose_claims.dose_claims(_rows(0.05, 0.5, 0.05), "real")

@@ -2,7 +2,7 @@
 
 A chapter never types a number that a run measured. It writes a MyST substitution,
 `{{ b1_disc_replaced }}`, and the registry (page_quantity; the chapters' quantities are
-declared in page_quantities) says what that name is: the profile and
+declared in mlmlib.runs.quantities) says what that name is: the profile and
 notebook whose records it reads, the record field, one line of description, and a function from
 those records (`load_records`, one row per run) to the text on the page. `write_book_config`
 renders every quantity into `parse.myst_substitutions` of a generated copy of `_config.yml`
@@ -45,7 +45,7 @@ import pandas as pd
 import yaml
 
 from mlmlib.paths import project_root
-from mlmlib.runs import page_quantities  # noqa: F401 - registers every quantity
+from mlmlib.runs import quantities  # noqa: F401 - registers every quantity
 from mlmlib.runs.page_quantity import QUANTITIES, Quantity, not_measured, render  # noqa: F401 - the API
 from mlmlib.runs.records import load_records
 

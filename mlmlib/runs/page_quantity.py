@@ -1,5 +1,5 @@
 """A measured number on a book page: the registry of quantities, how one renders from its records,
-and how numbers are written (mlmlib.runs.page_numbers uses them; page_quantities declares them)."""
+and how numbers are written (mlmlib.runs.page_numbers uses them; mlmlib.runs.quantities declares them)."""
 
 from __future__ import annotations
 

@@ -2,11 +2,12 @@
 
 The paper's claim: every selective function beats random masking at the same rate. Each
 (task, selective arm, word list, label regime) is one comparison with random masking, paired
-by seed; its verdict is `verdicts.verdict` on the interval of the paired difference, except where
-no compared classifier beats its task's majority class (then the comparison says nothing about
-the masking: not resolved). Each task is compared on its own metric (`claim_metric`: macro-F1
-for the hate speech task, whose majority class is about 93% of the tweets) and judged against
-its own majority class on that metric (`task_priors`). `verdicts.combine` turns the comparisons into the paper's verdict.
+by seed; its verdict is `verdicts.decide` on the interval of the paired difference with the
+claim's three positive controls (`selective_controls`, intervals over seeds) and the compared arms
+at their majority class (an arm that does not beat it says nothing about the masking: not
+resolved). Each task is compared on its own metric (`claim_metric`: macro-F1 for the hate speech
+task, whose majority class is about 93% of the tweets) and judged against its own majority class
+on that metric (`task_priors`). `verdicts.combine` turns the comparisons into the paper's verdict.
 A second table checks that pretraining helps at all: every pretrained arm against `scratch`.
 `scorecard` gives the summary's short rows (SCORECARD_KEYS), worded the same in every profile.
 """
@@ -20,7 +21,12 @@ import pandas as pd
 from mlmlib import configs, stats, verdicts
 from mlmlib.papers.selective_masking.config import ContinuedMLM, TaskText
 from mlmlib.papers.selective_masking.experiment import SELECTIVE
-from mlmlib.papers.selective_masking.metrics import METRIC_NAMES, PRIOR_KEYS, check_metric, claim_metric
+from mlmlib.papers.selective_masking.metrics import (
+    METRIC_NAMES,
+    PRIOR_KEYS,
+    check_metric,
+    claim_metric,
+)
 from mlmlib.verdicts import (  # noqa: F401 - shared by the three papers, used by the notebooks
     SCORECARD_COLUMNS,
     SCORECARD_KEYS,
@@ -37,8 +43,16 @@ TESTBED = "real text: MiniLM base"
 # accuracy points (MR/Yelp, MR/Amazon, Restaurant/Yelp): delta is at most half the smallest.
 PAPER_EFFECT = 0.0088
 DELTA_SOURCE = "Train No Evil (Gu et al., 2020): selective - random, MR/Yelp, the smallest of its three gains"
-# Positive controls (verdicts.control), thresholds stated on the summary page:
-LIST_SHARE_RATIO_MIN = 1.5  # the selective arm's share of list words among masked tokens / random's
+# Positive controls (`selective_controls`): each threshold is a principle the pages state, none
+# is read off a pilot. The selective arm's share of list words among masked tokens / random's:
+LIST_SHARE_RATIO_MIN = 1.5
+RATIO_PRINCIPLE = ("at a ratio r, a share (r - 1) / r of the list words the selective arm masks "
+                   "are masked because of the selection; at 1.5 that is a third, below which the "
+                   "two arms train on nearly the same masks")
+DROP_PRINCIPLE = ("continued MLM that does not lower the masked-LM loss on held-out task text has "
+                  "learned nothing of that text, so how it masked cannot matter")
+MOVED_PRINCIPLE = ("continued MLM that does not move the score (random against none, either way) "
+                   "leaves no way of masking in it anything to change")
 
 
 def _frame(rows: list[dict]) -> pd.DataFrame:
@@ -99,6 +113,9 @@ def paired_against(rows: list[dict], reference: str = "random", metric: str = "a
                                      ref.loc[[(task, regime, s) for s in seeds], used].to_numpy())
             row |= {f"diff_vs_{reference}": test.diff.mean, "diff_low": test.diff.low,
                     "diff_high": test.diff.high, "paired_seeds": test.diff.n,
+                    "paired_mean": float(g.loc[seeds].mean()) if seeds else float("nan"),
+                    "reference_paired_mean": float(ref.loc[[(task, regime, s) for s in seeds],
+                                                           used].mean()) if seeds else float("nan"),
                     "t_pvalue": test.t_pvalue, "wilcoxon_pvalue": test.wilcoxon_pvalue,
                     "verdict": verdicts.verdict(test.diff, direction, delta)}
         out.append(row)
@@ -127,36 +144,114 @@ def learned_groups(rows: list[dict], priors: dict[str, float], arms: list[str],
     return out
 
 
-def masking_took(composition: pd.DataFrame | None, task: str, word_list: str, arm: str, claim: str,
-                 reference: str = "random") -> dict:
-    """Control (took): the selective arm masks list words at least LIST_SHARE_RATIO_MIN times as
-    often as `reference`: the ratio of their list shares of masked tokens (C1's
-    `masked_composition`, for the same task and word list)."""
-    name = f"{arm} masks list words more often than {reference}: list share of masked tokens, ratio"
-    shares = verdicts.record_value(composition, "list_share", claim, name)
+# ---------------------------------------------------------------- the claim's controls
+# Paper C's claim declares three positive controls, the same set on every testbed (C2's real text,
+# C4's synthetic languages); each is an interval over the claim's blocks (seeds, languages).
+
+
+def toward_mean(diff: stats.Interval) -> stats.Interval:
+    """A difference signed toward its mean (its mean >= 0), so that "clears zero in either
+    direction" reads as its low end > 0."""
+    if not diff.mean < 0:
+        return diff
+    return stats.Interval(-diff.mean, -diff.high, -diff.low, diff.n)
+
+
+def by_seed(dosed: pd.DataFrame, task: str, word_list: str | None, arm: str, dose: int,
+             column: str) -> pd.Series:
+    """One arm's `column` per seed at `dose` in the dose rows (word_list None: any list)."""
+    if dosed.empty or column not in dosed:
+        return pd.Series(dtype=float)
+    keep = (dosed["task"] == task) & (dosed["arm"] == arm) & (dosed["dose"] == dose)
+    if word_list is not None:
+        keep &= dosed["word_list"] == word_list
+    return dosed[keep].groupby("seed")[column].mean().astype(float)
+
+
+def paired(a: pd.Series, b: pd.Series) -> stats.Interval:
+    """a - b over the blocks (seeds, languages) both have, with its 95% interval."""
+    blocks = sorted(set(a.dropna().index) & set(b.dropna().index))
+    return stats.paired_test(a.loc[blocks].to_numpy(), b.loc[blocks].to_numpy()).diff
+
+
+def share_ratio(dosed: pd.DataFrame, task: str, word_list: str, arm: str, dose: int,
+                reference: str = "random") -> stats.Interval:
+    """Per block, `arm`'s share of list words among its masked tokens over `reference`'s (0 where
+    the reference masks none: the task's text has no list word), from the dose rows; mean_ci."""
+    a = by_seed(dosed, task, word_list, arm, dose, "list_share")
+    b = by_seed(dosed, task, word_list, reference, dose, "list_share")
+    blocks = sorted(set(a.dropna().index) & set(b.dropna().index))
+    return stats.mean_ci([a[s] / b[s] if b[s] > 0 else 0.0 for s in blocks])
+
+
+def loss_drop(dosed: pd.DataFrame, task: str, word_list: str, dose: int,
+              reference: str = "random") -> stats.Interval:
+    """loss(dose 0) - loss(`reference` at `dose`) on held-out task text, paired by block."""
+    return paired(by_seed(dosed, task, word_list, reference, 0, "heldout_loss"),
+                  by_seed(dosed, task, word_list, reference, dose, "heldout_loss"))
+
+
+def composition_ratio(composition: pd.DataFrame, task: str, word_list: str, arm: str, claim: str,
+                      reference: str = "random") -> float | None:
+    """C1's ratio of list shares (`masked_composition`) for the task and word list: a property of
+    the probabilities each arm trains with, the same for every seed; None where C1 has no row."""
+    shares = verdicts.record_value(composition, "list_share", claim, RATIO_NAME)
     part = composition.assign(_share=shares)
     part = part[(part["task"] == task) & (part["word_list"] == word_list)].set_index("arm")["_share"]
-    value = part[arm] / part[reference] if {arm, reference} <= set(part.index) else None
-    if value is not None and not part[reference] > 0:  # no list word in the task's text to mask
-        value, name = 0.0, name + ": no list word in the task's text"
-    return verdicts.control(claim, name, verdicts.TOOK, value, LIST_SHARE_RATIO_MIN, bounds=(1, float("inf")),
-                         field=f"C1 masked_composition ({task}, {word_list})")
+    if not {arm, reference} <= set(part.index):
+        return None
+    return float(part[arm] / part[reference]) if part[reference] > 0 else 0.0
 
 
-def mlm_moves_score(rows: list[dict], task: str, labels: str, metric: str, claim: str,
-                    task_metrics: dict[str, str] | None = None) -> dict:
-    """Control (exists): continued MLM itself moves the score, so a way of masking in it has
-    something to change: the 95% interval of random - none (paired over seeds) clears zero; the
-    measured value is its end nearest zero, signed toward the mean."""
-    name = "continued MLM moves the score: random - none, 95% interval's end nearest zero"
-    paired = [r for r in paired_against(rows, "none", metric, task_metrics=task_metrics)
-              if r["arm"] == "random" and r["task"] == task and r["labels"] == labels]
-    value = None
-    if paired and paired[0]["paired_seeds"] >= verdicts.MIN_SEEDS:
-        r = paired[0]
-        value = r["diff_low"] if r["diff_vs_none"] >= 0 else -r["diff_high"]
-    return verdicts.control(claim, name, verdicts.EXISTS, value, 0.0, op=">",
-                         field=f"C2 rows of arms 'random' and 'none' ({task}, {labels} labels)")
+RATIO_NAME = "the selective arm masks list words more often: list share of masked tokens, ratio"
+
+
+def selective_controls(claim: str, ratio: stats.Interval, drop: stats.Interval,
+                       moved: stats.Interval, unit: str, where: str, dose: str = "") -> list[dict]:
+    """The claim's three positive controls (verdicts.control), each on its interval over `unit`:
+
+    * took: the selective arm masks list words at least LIST_SHARE_RATIO_MIN times as often as
+      random (`ratio`, per block);
+    * took: continued MLM lowers the masked-LM loss on held-out task text (`drop`: loss(0) -
+      loss(random), above zero);
+    * exists: continued MLM moves the score (`moved`: random - none, clearing zero in either
+      direction; judged on `toward_mean`).
+
+    Every threshold is a principle the page states (RATIO_PRINCIPLE, DROP_PRINCIPLE,
+    MOVED_PRINCIPLE). `where` names the records, `dose` the steps the claim is read at.
+    """
+    at = f" at {dose}" if dose else ""
+    none_listed = ratio.n and ratio.high == 0
+    return [
+        verdicts.control(claim, RATIO_NAME + (": no list word in the task's text" if none_listed
+                                              else ""),
+                         verdicts.TOOK, ratio, LIST_SHARE_RATIO_MIN, bounds=(1, float("inf")),
+                         field=f"list_share ({where})", unit=unit, source="principle"),
+        verdicts.control(claim, f"continued MLM lowers the held-out masked-LM loss{at}: "
+                         "loss(0) - loss(random)", verdicts.TOOK, drop, 0.0, op=">",
+                         field=f"heldout_loss ({where})", unit=unit, source="principle"),
+        verdicts.control(claim, f"continued MLM moves the score{at}: random - none, signed "
+                         "toward its mean", verdicts.EXISTS, toward_mean(moved), 0.0, op=">",
+                         field=f"the score of arms 'random' and 'none' ({where})", unit=unit,
+                         source="principle"),
+    ]
+
+
+def arms_text(majority: dict[str, tuple[float, float]]) -> str:
+    """Each compared arm's mean score beside its majority class: 'exponential 0.801, random
+    0.799 (majority 0.658)', one majority when the arms share it."""
+    if not majority:
+        return "no arm measured"
+    shared = len({round(m, 6) for _, m in majority.values()}) == 1
+    arms = ", ".join(f"{arm} {a:.3f}" + ("" if shared else f" (majority {m:.3f})")
+                     for arm, (a, m) in majority.items())
+    return arms + (f" (majority {next(iter(majority.values()))[1]:.3f})" if shared else "")
+
+
+def _majority(row: dict, reference: str, prior: float | None) -> dict[str, tuple[float, float]]:
+    """The compared arms' means over their paired seeds, each with the task's majority class."""
+    means = {row["arm"]: row["paired_mean"], reference: row["reference_paired_mean"]}
+    return {arm: (float(m), prior) for arm, m in means.items() if pd.notna(m)}
 
 
 def _claim(row: dict, reference: str, text: str, delta: float | None) -> dict:
@@ -170,32 +265,50 @@ def _claim(row: dict, reference: str, text: str, delta: float | None) -> dict:
 def selective_claims(rows: list[dict], priors: dict[str, float], reference: str = "random",
                      metric: str = "accuracy", delta: float | None = None,
                      task_metrics: dict[str, str] | None = None,
-                     composition: pd.DataFrame | None = None) -> list[dict]:
+                     composition: pd.DataFrame | None = None,
+                     dose_rows: list[dict] | None = None) -> list[dict]:
     """The claim table: every selective arm against `reference`, one row per (task, word list, labels).
 
-    `priors`: per task, its majority-class score on the metric its claims use (`task_priors`).
-    `composition`: C1's `masked_composition` rows (task, word_list, arm, list_share), for the
-    controls (`masking_took`, `mlm_moves_score`); a verdict whose control failed is insensitive.
+    `priors`: per task, its majority-class score on the metric its claims use (`task_priors`); a
+    task without one stops with a ControlError naming the claim. `dose_rows`: C2's per (arm, word
+    list, seed, dose) rows, for the controls (`selective_controls`, over seeds, at the top dose,
+    where C2 fine-tunes); `composition`: C1's `masked_composition` rows, the list-share ratio
+    where the dose rows have none (a property of the design every seed shares). The verdict is
+    `verdicts.decide`: a failed control gives insensitive, a control without an interval not
+    measured, an arm at its majority class not resolved.
     """
     delta_source(delta)  # a margin wider than half the anchor's effect stops here, before any verdict
-    learned = learned_groups(rows, priors, [reference, *SELECTIVE], metric=metric,
-                             task_metrics=task_metrics)
+    dosed = _frame(dose_rows or [])
+    moves = {(r["task"], r["labels"]): r for r in paired_against(rows, "none", metric,
+                                                                  task_metrics=task_metrics)
+             if r["arm"] == reference}
     out = []
     for row in paired_against(rows, reference, metric, "greater", delta, task_metrics):
         if row["arm"] not in SELECTIVE:
             continue
-        text = (f"{row['arm']} masking ({row['word_list']}) beats {reference} masking on "
-                f"{METRIC_NAMES[row['metric']]}, {row['labels']} labels, {row['task']}")
-        # too few paired seeds: not resolved for want of data, with no control to measure
-        judged = row["paired_seeds"] >= verdicts.MIN_SEEDS
-        controls = [masking_took(composition, row["task"], row["word_list"], row["arm"], text, reference),
-                    mlm_moves_score(rows, row["task"], row["labels"], metric, text, task_metrics)] if judged else []
-        claim = _claim(row, reference, text, delta) | {"learned": learned[(row["task"], row["labels"])],
-                                                       "prior": priors.get(row["task"]), "controls": controls}
-        if judged:
-            claim["verdict"] = verdicts.apply_controls(claim["verdict"], controls, text)
-        if not claim["learned"]:  # equal accuracies of untrained classifiers say nothing about masking
-            claim["verdict"] = verdicts.NOT_RESOLVED
+        task, word_list = row["task"], row["word_list"]
+        text = (f"{row['arm']} masking ({word_list}) beats {reference} masking on "
+                f"{METRIC_NAMES[row['metric']]}, {row['labels']} labels, {task}")
+        seeds = int(row["paired_seeds"])
+        doses = dosed[dosed["task"] == task]["dose"] if not dosed.empty else pd.Series(dtype=int)
+        top = int(doses.max()) if len(doses) else 0
+        ratio = share_ratio(dosed, task, word_list, row["arm"], top, reference)
+        if not ratio.n and composition is not None:
+            value = composition_ratio(composition, task, word_list, row["arm"], text, reference)
+            ratio = verdicts.exact(value, seeds if value is not None else 0)
+        moved = moves.get((task, row["labels"]))
+        moved = (stats.Interval(moved["diff_vs_none"], moved["diff_low"], moved["diff_high"],
+                                moved["paired_seeds"]) if moved else stats.mean_ci([]))
+        controls = selective_controls(text, ratio, loss_drop(dosed, task, word_list, top, reference),
+                                      moved, "seeds", f"C2, {task}, {word_list}",
+                                      f"{top} steps" if top else "")
+        prior = priors.get(task)
+        majority = _majority(row, reference, prior)
+        below = verdicts.at_majority(majority, text)
+        claim = _claim(row, reference, text, delta) | {
+            "learned": not below, "prior": prior, "controls": controls,
+            "majority": majority, "at_majority": below, "unit": "seeds",
+            "verdict": verdicts.decide(row["verdict"], controls, text, below)}
         out.append(claim)
     return out
 
@@ -242,8 +355,8 @@ def conclusion(claims: list[dict], floor: list[dict] = ()) -> tuple[str, str]:
     reasons = []
     unlearned = sum(not c["learned"] for c in claims)
     if unlearned:
-        reasons.append(f"in {unlearned}, no compared classifier beats the majority class, so they say "
-                       "nothing about the masking")
+        reasons.append(f"in {unlearned}, a compared arm does not beat its majority class by "
+                       f"{verdicts.LEARNED_MARGIN:g}, so they say nothing about the masking")
     few = sum(c["seeds"] < verdicts.MIN_SEEDS for c in claims)
     if few:
         reasons.append(f"{few} have fewer than {verdicts.MIN_SEEDS} paired seeds")
@@ -287,33 +400,35 @@ def scorecard(claims: list[dict], reference: str = "random", dose: str = "") -> 
     """Paper C's claim as scorecard rows (SCORECARD_KEYS): one per `selective_claims` comparison.
 
     `claim` names the arm, word list, label regime and task; `effect` the paired difference on
-    the comparison's metric with its 95% interval. A comparison whose classifiers are all at the
-    majority class, or with too few seeds, is not resolved and says why; no comparison at all
-    gives one row, not measured.
+    the comparison's metric with its 95% interval, and each compared arm's mean beside its
+    majority class; a comparison with an arm at its majority class, or with too few seeds, says
+    why it is not judged. No comparison at all gives one row, not measured.
     """
     rows = []
     for c in claims:
         seeds = int(c["seeds"])
         diff = interval_text(c["effect"], c["low"], c["high"], seeds)
         name = METRIC_NAMES[c["metric"]]
-        effect = f"test {name}, {c['arm']} - {reference} = {diff}"
+        majority = c.get("majority", {})
+        effect = f"test {name}, {c['arm']} - {reference} = {diff}; {arms_text(majority)}"
         reasons = []
-        if not c["learned"]:
-            prior = c.get("prior")
-            reasons.append("no compared classifier beats the majority class"
-                           + (f" ({prior:.3f} {name})" if prior is not None else "")
-                           + f" by {verdicts.LEARNED_MARGIN:g}")
-        if c["verdict"] == verdicts.NOT_RESOLVED and seeds < verdicts.MIN_SEEDS:
-            reasons.append(f"{seeds} paired seed{'s' if seeds != 1 else ''}, a verdict needs {verdicts.MIN_SEEDS}")
+        if c.get("at_majority"):
+            reasons.append(f"at the majority class ({name}, within {verdicts.LEARNED_MARGIN:g}): "
+                           + ", ".join(c["at_majority"]))
+        if seeds < verdicts.MIN_SEEDS:
+            reasons.append(f"{seeds} paired seed{'s' if seeds != 1 else ''}, a verdict needs "
+                           f"{verdicts.MIN_SEEDS}")
         if reasons:
             effect += "; not judged: " + "; ".join(reasons)
         delta = c.get("delta")
-        rows.append(verdicts.card(f"{c['arm']} masking ({c['word_list']}) beats {reference}: "
-                               f"{c['labels']} labels, {c['task']}", effect, seeds, delta, c["verdict"],
-                               diff=stats.Interval(c["effect"], c["low"], c["high"], seeds), direction="greater",
-                               controls=c.get("controls", []), dose=dose, testbed=TESTBED,
-                               delta_source=delta_source(delta)))
+        rows.append(verdicts.card(
+            f"{c['arm']} masking ({c['word_list']}) beats {reference}: {c['labels']} labels, "
+            f"{c['task']}", effect, seeds, delta, c["verdict"],
+            diff=stats.Interval(c["effect"], c["low"], c["high"], seeds), direction="greater",
+            controls=c.get("controls", []), dose=dose, testbed=TESTBED,
+            delta_source=delta_source(delta), unit="seeds", majority=majority))
     if not rows:
-        rows.append(verdicts.card(CLAIM, f"not measured: no selective arm was compared with {reference} masking",
-                               0, None, verdicts.NOT_RESOLVED, dose=dose, testbed=TESTBED))
+        rows.append(verdicts.card(CLAIM, f"not measured: no selective arm was compared with "
+                                  f"{reference} masking", 0, None, verdicts.NOT_MEASURED,
+                                  dose=dose, testbed=TESTBED))
     return rows

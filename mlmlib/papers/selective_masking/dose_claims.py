@@ -1,57 +1,76 @@
 """Selective - random against the dose of continued MLM, each dose judged with its controls.
 
-From the dose rows of C2 (real text, the probe at every dose) and C4 (the controlled analogue,
-fine-tuning at every dose): per (testbed, word list, dose > 0) the paired difference selective -
-random over seeds with its 95% interval, and three positive controls at that dose:
+From the dose rows of C2 (real text, the probe at every dose; blocks: seeds) and C4 (the
+controlled analogue, fine-tuning at every dose; blocks: languages): per (testbed, word list,
+dose > 0) the paired difference selective - random over blocks with its 95% interval, judged with
+paper C's three positive controls at that dose (`claims.selective_controls`, each an interval over
+the same blocks):
 
 * took: the selective arm masks list words at least `claims.LIST_SHARE_RATIO_MIN` times as often
-  as random (mean over seeds of the ratio of their list shares of masked tokens);
-* took: continued MLM lowers the held-out masked-LM loss at that dose: the interval of
-  loss(dose 0) - loss(random at the dose), paired by seed, lies above zero;
-* exists: continued MLM moves the score at that dose: the interval of random(dose) - random(0)
-  clears zero (dose 0 is the base, the `none` arm).
+  as random (per block, the ratio of their list shares of masked tokens);
+* took: continued MLM lowers the held-out masked-LM loss at that dose: loss(dose 0) -
+  loss(random at the dose), paired by block, above zero;
+* exists: continued MLM moves the score at that dose: random(dose) - random(0) clears zero
+  (dose 0 is the base, the `none` arm).
 
-The verdict is `verdicts.apply_controls` on the interval's verdict.
+The compared arms' scores are classifiers' accuracies (the probe's on frozen features, or a
+fine-tuned classifier's): each is set beside its test set's majority class, recorded with every
+run. The verdict is `verdicts.judge`: a failed control gives insensitive, an arm at its majority
+class not resolved.
 """
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 
 from mlmlib import stats, verdicts
-from mlmlib.papers.selective_masking.claims import LIST_SHARE_RATIO_MIN
+from mlmlib.papers.selective_masking import claims
 
-# What each testbed's dose claim is scored on, and its scorecard testbed.
+# What each testbed's dose claim is scored on, its blocks and scale, and its scorecard testbed.
 TESTBEDS = {
     "real": {"score": "probe_accuracy", "testbed": "real text: MiniLM base, dose-response",
-             "score_name": "probe accuracy (frozen features)"},
+             "score_name": "probe accuracy (frozen features)", "unit": "seeds",
+             "scale": "probe accuracy difference"},
     "synthetic": {"score": "accuracy", "testbed": "synthetic: exact task word list (controlled analogue)",
-                  "score_name": "few-label fine-tuned accuracy"},
+                  "score_name": "few-label fine-tuned accuracy", "unit": "languages",
+                  "scale": verdicts.ACCURACY},
 }
 SELECTIVE_ARM = "exponential"
+# The record fields of each run's majority class, by the score's metric.
+MAJORITY_FIELDS = {"accuracy": "majority_accuracy", "f1": "majority_f1"}
 
 
-def _paired(a: pd.Series, b: pd.Series) -> stats.Interval:
-    """a - b over the seeds both have."""
-    seeds = sorted(set(a.index) & set(b.index))
-    return stats.paired_test(a.loc[seeds].to_numpy(), b.loc[seeds].to_numpy()).diff
+def majority_field(score: str) -> str:
+    """The record field of the majority class on `score`'s metric (probe_f1 -> majority_f1)."""
+    return MAJORITY_FIELDS["f1" if score.endswith("f1") else "accuracy"]
 
 
-def _nearest_zero(diff: stats.Interval) -> float | None:
-    """An interval's end nearest zero, signed toward its mean (> 0: it clears zero)."""
-    if diff.n < verdicts.MIN_SEEDS:
-        return None
-    return diff.low if diff.mean >= 0 else -diff.high
+def _majority(part: pd.DataFrame, arms: list[str], dose: int, score: str,
+              blocks: list) -> dict[str, tuple[float, float]]:
+    """Each arm's mean `score` at `dose` over `blocks` and the mean majority class of the same
+    blocks' test sets (NaN where the rows carry none: `verdicts.at_majority` then names it)."""
+    field = majority_field(score)
+    out = {}
+    for arm in arms:
+        rows = part[(part["arm"] == arm) & (part["dose"] == dose) & part["seed"].isin(blocks)]
+        if rows.empty:
+            continue
+        prior = rows[field].astype(float).mean() if field in rows else float("nan")
+        out[arm] = (float(rows[score].astype(float).mean()), float(prior))
+    return out
 
 
 def dose_claims(dose_rows: list[dict], testbed: str, score: str | None = None,
                 reference: str = "random", arm: str = SELECTIVE_ARM,
                 delta: float | None = None) -> list[dict]:
     """One claim row per (task, word list, dose > 0): `arm` - `reference` on `score`, its
-    interval, controls and verdict."""
+    interval over blocks, its controls, its arms beside their majority class and its verdict."""
     if testbed not in TESTBEDS:
         raise ValueError(f"testbed must be one of {list(TESTBEDS)}, got {testbed!r}")
     score = score or TESTBEDS[testbed]["score"]
+    unit = TESTBEDS[testbed]["unit"]
     frame = pd.DataFrame(dose_rows)
     if frame.empty:
         return []
@@ -63,44 +82,29 @@ def dose_claims(dose_rows: list[dict], testbed: str, score: str | None = None,
     out = []
     for (task, word_list), part in frame[frame["arm"].isin([arm, reference])].groupby(
             ["task", "word_list"], sort=False):
-        def series(name, dose, column):
-            rows = part[(part["arm"] == name) & (part["dose"] == dose)]
-            return rows.set_index("seed")[column].astype(float)
-
-        base = part[part["dose"] == 0]
+        by_block = partial(claims.by_seed, part, task, word_list)  # (arm, dose, column) -> per block
         for dose in sorted(d for d in part["dose"].unique() if d > 0):
             text = (f"{arm} beats {reference} masking after {dose} steps of continued MLM: "
                     f"{TESTBEDS[testbed]['score_name']}, {task} ({word_list})")
-            diff = _paired(series(arm, dose, score), series(reference, dose, score))
-            ratio = (series(arm, dose, "list_share") / series(reference, dose, "list_share")).mean()
-            base_loss = base[base["arm"] == reference].set_index("seed")["heldout_loss"].astype(float)
-            loss_drop = _paired(base_loss, series(reference, dose, "heldout_loss"))
-            moved = _paired(series(reference, dose, score),
-                            base[base["arm"] == reference].set_index("seed")[score].astype(float))
-            controls = [
-                verdicts.control(text, f"{arm} masks list words more often than {reference}: "
-                                 "list share of masked tokens, ratio", verdicts.TOOK, ratio,
-                                 LIST_SHARE_RATIO_MIN, bounds=(1, float("inf")),
-                                 field=f"dose rows: list_share ({task}, {word_list})"),
-                verdicts.control(text, f"continued MLM lowers the held-out masked-LM loss at {dose} "
-                                 "steps: loss(0) - loss(random), 95% interval's lower end",
-                                 verdicts.TOOK, loss_drop.low, 0.0, op=">",
-                                 field="dose rows: heldout_loss"),
-                verdicts.control(text, f"continued MLM moves the score at {dose} steps: "
-                                 f"{reference}({dose}) - {reference}(0), 95% interval's end nearest zero",
-                                 verdicts.EXISTS, _nearest_zero(moved), 0.0, op=">",
-                                 field=f"dose rows: {score}"),
-            ] if diff.n >= verdicts.MIN_SEEDS else []
-            found = verdicts.verdict(diff, "greater", delta)
-            if controls:
-                found = verdicts.apply_controls(found, controls, text)
+            diff = claims.paired(by_block(arm, dose, score), by_block(reference, dose, score))
+            ratio = claims.share_ratio(part, task, word_list, arm, dose, reference)
+            drop = claims.loss_drop(part, task, word_list, dose, reference)
+            moved = claims.paired(by_block(reference, dose, score), by_block(reference, 0, score))
+            controls = claims.selective_controls(text, ratio, drop, moved, unit,
+                                                 f"dose rows, {task}, {word_list}", f"{dose} steps")
+            blocks = sorted(set(by_block(arm, dose, score).index)
+                            & set(by_block(reference, dose, score).index))
+            majority = _majority(part, [arm, reference], dose, score, blocks)
+            below = verdicts.at_majority(majority, text)
             out.append({"claim": text, "testbed": testbed, "task": task, "word_list": word_list,
-                        "dose": int(dose), "score": score, "effect": diff.mean, "low": diff.low,
-                        "high": diff.high, "seeds": diff.n, "delta": delta, "verdict": found,
-                        "list_share_ratio": float(ratio), "loss_drop": loss_drop.mean,
-                        "loss_drop_low": loss_drop.low, "loss_drop_high": loss_drop.high,
+                        "dose": int(dose), "score": score, "unit": unit, "effect": diff.mean,
+                        "low": diff.low, "high": diff.high, "seeds": diff.n, "delta": delta,
+                        "verdict": verdicts.judge(diff, "greater", delta, controls, text, below),
+                        "list_share_ratio": ratio.mean, "list_share_ratio_low": ratio.low,
+                        "list_share_ratio_high": ratio.high, "loss_drop": drop.mean,
+                        "loss_drop_low": drop.low, "loss_drop_high": drop.high,
                         "moved": moved.mean, "moved_low": moved.low, "moved_high": moved.high,
-                        "controls": controls})
+                        "majority": majority, "at_majority": below, "controls": controls})
     return out
 
 
@@ -113,13 +117,19 @@ def top_dose_card(claimed: list[dict], dose_text: str = "", delta_source: str = 
         if c["dose"] != top:
             continue
         diff = stats.Interval(c["effect"], c["low"], c["high"], c["seeds"])
+        bed = TESTBEDS[c["testbed"]]
         effect = (f"{c['score']}, {SELECTIVE_ARM} - random at {c['dose']} steps = "
-                  + verdicts.interval_text(c["effect"], c["low"], c["high"], c["seeds"]))
+                  + verdicts.interval_text(c["effect"], c["low"], c["high"], c["seeds"],
+                                           bed["unit"].rstrip("s"))
+                  + f"; {claims.arms_text(c['majority'])}")
+        if c["at_majority"]:
+            effect += ("; not judged: at the majority class (within "
+                       f"{verdicts.LEARNED_MARGIN:g}): " + ", ".join(c["at_majority"]))
         rows.append(verdicts.card(c["claim"], effect, c["seeds"], c["delta"], c["verdict"], diff=diff,
                                   direction="greater", controls=c["controls"],
                                   dose=dose_text or f"{top} steps of continued MLM per arm",
-                                  testbed=TESTBEDS[c["testbed"]]["testbed"],
-                                  delta_source=delta_source))
+                                  testbed=bed["testbed"], delta_source=delta_source,
+                                  unit=bed["unit"], majority=c["majority"], scale=bed["scale"]))
     return rows
 
 
@@ -134,17 +144,23 @@ def dose_table(claimed: list[dict]) -> pd.DataFrame:
     return pd.DataFrame([{
         "testbed": c["testbed"], "task": c["task"], "word list": c["word_list"], "dose (steps)": c["dose"],
         f"{SELECTIVE_ARM} - random [95% CI]": text(c["effect"], c["low"], c["high"], c["seeds"]),
-        "list share ratio (>= 1.5)": round(c["list_share_ratio"], 2),
+        f"list share ratio (>= {claims.LIST_SHARE_RATIO_MIN:g})": text(
+            c["list_share_ratio"], c["list_share_ratio_low"], c["list_share_ratio_high"],
+            c["seeds"]),
         "held-out loss drop (> 0)": text(c["loss_drop"], c["loss_drop_low"], c["loss_drop_high"], c["seeds"]),
         "random - none (clears 0)": text(c["moved"], c["moved_low"], c["moved_high"], c["seeds"]),
+        "arms (majority class)": claims.arms_text(c["majority"]),
         "verdict": c["verdict"]} for c in claimed]).set_index(["testbed", "task", "word list", "dose (steps)"])
 
 
 def rows_of(records: pd.DataFrame, key: str = "dose_rows") -> list[dict]:
-    """The dose rows of a notebook's records (records without any are skipped), with their task."""
+    """The dose rows of a notebook's records (records without any are skipped), with their task
+    and their run's majority class on its test set (`MAJORITY_FIELDS`, where the record has it)."""
     if records.empty or key not in records:
         return []
-    return [dict(row) for value in records[key] if isinstance(value, list) for row in value]
+    fields = [f for f in MAJORITY_FIELDS.values() if f in records]
+    return [dict(row) | {f: record[f] for f in fields} for _, record in records.iterrows()
+            if isinstance(record[key], list) for row in record[key]]
 
 
 def show(claimed: list[dict]) -> None:

@@ -60,7 +60,9 @@ def paired_table(rows: list[dict], reference: str, metric: str, delta: float | N
 
 
 def paired_shown(paired: pd.DataFrame, reference: str) -> pd.DataFrame:
-    """`claims.paired_against`'s rows with their intervals as text, one row per result."""
+    """`claims.paired_against`'s rows with their intervals as text, one row per result (the
+    means over paired seeds, which the claims set beside the majority class, left out)."""
+    paired = paired.drop(columns=["paired_mean", "reference_paired_mean"], errors="ignore")
     shown = tables.with_interval(paired, "mean", "ci_low", "ci_high", "seeds",
                                  "test score [95% CI]")
     if f"diff_vs_{reference}" in shown:
@@ -208,8 +210,10 @@ def claims_detail(claimed: list[dict], reference: str, delta: float | None) -> p
         detail[f"seeds for ±{delta:g}"] = [d["seeds_for_delta"] for d in design]
     shown = tables.with_interval(detail, "effect", "low", "high", "seeds",
                                  f"minus {reference} [95% CI]")
-    shown = shown.drop(columns=["claim", "delta"]).rename(columns={"word_list": "word list",
-                                                          "learned": "classifiers learned"})
+    shown = shown.drop(columns=["claim", "delta", "controls", "majority", "unit"],
+                       errors="ignore").rename(columns={"word_list": "word list",
+                                                        "learned": "classifiers learned",
+                                                        "at_majority": "at majority class"})
     return shown.set_index(RESULT_INDEX)
 
 
