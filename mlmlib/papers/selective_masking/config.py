@@ -184,15 +184,22 @@ class FineTuning:
 
 @dataclass(frozen=True)
 class SyntheticSelective:
-    """C4's controlled analogue: a synthetic language, an encoder pretrained on it to convergence,
-    then continued MLM on the task's sequences and few-label fine-tuning at every dose."""
+    """C4's controlled analogue: a synthetic language, an encoder pretrained to convergence on one
+    of its domains (a Markov chain), then continued MLM on the task's sequences, drawn from the
+    other domain, and few-label fine-tuning at every dose.
+
+    Paper C adapts a general-domain base to a task's domain, so its continued MLM works because
+    the task text differs from what the base saw: `base_domain` and `task_set` build that shift.
+    """
 
     n_sets: int = 100               # synonym sets (paper A's language sizes, its smoke values)
     n_states: int = 500
     n_patterns: int = 4             # label patterns; their synonym sets are the task word list
     pattern_length: int = 2
     pattern_set_size: int = 2
-    corpus_size: int = 4000         # general pretraining sequences (both chains, both alphabets)
+    base_domain: str = "D1"         # the chain the base pretrains on (both alphabets mixed)
+    task_set: str = "A-D2"          # the task's sequences: alphabet A of the other chain
+    corpus_size: int = 4000         # the base's pretraining sequences
     length: int = 32                # tokens per sequence
     hidden: int = 64
     layers: int = 2
@@ -227,3 +234,13 @@ class SyntheticSelective:
             raise ValueError(f"hidden ({self.hidden}) must be divisible by heads ({self.heads})")
         if self.few_labels > self.task_size:
             raise ValueError(f"few_labels ({self.few_labels}) must be <= task_size ({self.task_size})")
+        domains = ("D1", "D2")
+        if self.base_domain not in domains:
+            raise ValueError(f"synthetic.base_domain must be one of {domains}, got {self.base_domain!r}")
+        alphabet, _, chain = str(self.task_set).partition("-")
+        if alphabet not in ("A", "B") or chain not in domains:
+            raise ValueError(f"synthetic.task_set must be '<A or B>-<D1 or D2>', got {self.task_set!r}")
+        if chain == self.base_domain:
+            raise ValueError(f"synthetic.task_set {self.task_set!r} lies inside the base's pretraining "
+                             f"domain (base_domain {self.base_domain!r}): the continued MLM would show "
+                             "the base nothing new; take the task from the other chain")

@@ -9,6 +9,11 @@ sequences from an encoder pretrained from scratch to convergence on the language
 `pretrain`), and a few-label classifier is fine-tuned at every dose. Paper A's package is not
 used (papers never import each other): the encoder and its vocabulary are built here.
 
+The domain shift: the base pretrains on one chain (`base_domain`, both alphabets mixed) and the
+task's sequences come from the other (`task_set`), as a general-domain base meets a task's
+domain in paper C; the continued MLM is the adaptation, and selective masking is compared with
+random masking where adapting matters.
+
 Vocabulary: the generator's two alphabets and [MASK] (`LanguageConfig.mask_id`), then [PAD] and
 [CLS]; every sequence starts with [CLS], so mean pooling and special-token handling are BERT's.
 """
@@ -26,7 +31,6 @@ from mlmlib.papers.selective_masking.composition import list_share_of_masked
 from mlmlib.papers.selective_masking.config import SyntheticSelective
 
 ARMS = ("random", "exponential")  # the calibrated selective arm against random, as in C2
-TASK_SET = "A-D1"  # the task's sequences: alphabet A, chain D1 (the base saw both of each)
 
 
 def language(config: SyntheticSelective, seed: int):
@@ -85,13 +89,21 @@ def arm_probs(tokens: np.ndarray, listed: np.ndarray, config: SyntheticSelective
             "word_type": word_type, "in_list": in_list}
 
 
+def base_corpus(lang, domain: str, n: int, length: int, seed: int) -> np.ndarray:
+    """The base's pretraining sequences (n, length): chain `domain` only, each token switched to
+    its alphabet-B synonym with probability 0.5 (paper A's `mix`, on one chain). The other chain,
+    where the task's sequences come from, is never sampled."""
+    rng = np.random.default_rng(seed)
+    ids = lang.chains[domain].sample(n, length, lang.config.p_next, rng)
+    return np.where(rng.random(ids.shape) < 0.5, ids + lang.config.n_sets, ids)
+
+
 def pretrained_encoder(config: SyntheticSelective, lang, seed: int, progress=False):
-    """A BERT MLM pretrained from scratch on the language (both chains and alphabets mixed),
-    cached; returns (model, final MLM loss). Raises when it did not converge."""
+    """A BERT MLM pretrained from scratch on the base's domain (`base_corpus`), cached; returns
+    (model, final MLM loss). Raises when it did not converge."""
     import json
 
     from mlmlib import cache
-    from mlmlib.data.synthetic import pretraining_corpus
     from mlmlib.models import ModelSize, bert_mlm, load_model, save_model, saved_files
     from mlmlib.pretrain import PretrainConfig, pretrain
 
@@ -103,7 +115,7 @@ def pretrained_encoder(config: SyntheticSelective, lang, seed: int, progress=Fal
                                  log_every=max(1, config.base_steps // 5))
 
     def build(folder):
-        corpus = pretraining_corpus(lang, "mix", config.corpus_size, config.length, seed)
+        corpus = base_corpus(lang, config.base_domain, config.corpus_size, config.length, seed)
         model = bert_mlm(size, seed=seed)
         history = pretrain(model, as_data(corpus, config.n_sets), pretraining, mask_id=ids["mask"],
                            replace_ids=torch.arange(2 * config.n_sets), progress=progress)
@@ -111,7 +123,7 @@ def pretrained_encoder(config: SyntheticSelective, lang, seed: int, progress=Fal
         (folder / "history.json").write_text(json.dumps(history))
 
     key = {"language": asdict(lang.config), "size": asdict(size), "pretrain": asdict(pretraining),
-           "corpus_size": config.corpus_size, "length": config.length}
+           "corpus_size": config.corpus_size, "length": config.length, "domain": config.base_domain}
     folder = cache.cached("selective-synthetic-base", key, build, code_of=__name__,
                           expect=(*saved_files(), "history.json"))
     loss = json.loads((folder / "history.json").read_text())[-1]["loss"]
@@ -137,7 +149,7 @@ def run_seed(config: SyntheticSelective, seed: int, progress=False) -> dict:
     for i, (name, n) in enumerate((("train", config.task_size), ("heldout", config.heldout_size),
                                    ("validation", config.validation_size),
                                    ("test", config.test_size))):
-        draws[name] = labelled_set(lang, TASK_SET, n, config.length, seed=1000 * seed + i)
+        draws[name] = labelled_set(lang, config.task_set, n, config.length, seed=1000 * seed + i)
     probs = arm_probs(draws["train"][0], listed, config)  # checks the list before any training
     base, base_loss = pretrained_encoder(config, lang, seed, progress)
     data = {name: as_data(tokens, config.n_sets, labels) for name, (tokens, labels) in draws.items()}
