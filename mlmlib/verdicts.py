@@ -213,7 +213,7 @@ def exact(value: float, n: int) -> Interval:
 
 def control(claim: str, name: str, kind: str, measured: Interval | None, threshold: float,
             op: str = ">=", bounds: tuple[float, float] = (-math.inf, math.inf), field: str = "",
-            unit: str = "", source: str = "principle") -> dict:
+            unit: str = "", source: str = "") -> dict:
     """One positive control of `claim`: the near end of `measured`'s 95% interval `op` `threshold`.
 
     `measured` is an Interval over `unit` (languages, seeds; its n blocks), read from record
@@ -228,6 +228,9 @@ def control(claim: str, name: str, kind: str, measured: Interval | None, thresho
         raise ControlError(f"{where}: kind={kind!r}; kinds: {CONTROL_KINDS}")
     if op not in _OPS:
         raise ControlError(f"{where}: op={op!r}; operators: {list(_OPS)}")
+    if not source:
+        raise ControlError(f"{where}: no threshold source: say where its threshold comes from "
+                           f"(source=, one of {THRESHOLD_SOURCES})")
     if source not in THRESHOLD_SOURCES:
         raise ControlError(f"{where}: source={source!r}: a threshold comes from {THRESHOLD_SOURCES}, "
                            "never from a pilot of the same testbed")

@@ -21,7 +21,7 @@ def took(low, high=None, threshold=0.3, op=">=", n=8):
     high = low if high is None else high
     return verdicts.control("claim", "the discriminator flags replacements", verdicts.TOOK,
                             Interval((low + high) / 2, low, high, n), threshold, op, bounds=(0, 1),
-                            field="training.disc_acc_replaced", unit="languages")
+                            field="training.disc_acc_replaced", unit="languages", source="principle")
 
 
 @pytest.mark.parametrize("low, high, op, passed", [
@@ -37,7 +37,7 @@ def test_a_control_is_judged_on_the_near_end_of_its_interval(low, high, op, pass
 def test_a_control_whose_mean_passes_but_whose_interval_does_not_fails():
     # the mean 0.366 clears 0.05; the interval's near end -0.64 does not
     c = verdicts.control("claim", "pretraining helps", verdicts.EXISTS, Interval(0.366, -0.64, 1.37, 3),
-                         0.05, field="B4 downstream", unit="languages")
+                         0.05, field="B4 downstream", unit="languages", source="principle")
     assert c["measured"] == 0.366 and not c["passed"] and c["status"] == verdicts.FAILED
 
 
@@ -51,24 +51,26 @@ def test_a_control_with_fewer_than_three_blocks_is_not_measured():
 
 def test_a_control_refuses_a_mean_or_a_missing_measurement():
     with pytest.raises(verdicts.ControlError, match="is not an interval"):
-        verdicts.control("claim", "x", verdicts.TOOK, 0.5, 0.3, unit="seeds")
+        verdicts.control("claim", "x", verdicts.TOOK, 0.5, 0.3, unit="seeds", source="principle")
     with pytest.raises(verdicts.ControlError, match="claim 'claim'.*training.disc_acc_replaced"):
         verdicts.control("claim", "x", verdicts.TOOK, None, 0.3, field="training.disc_acc_replaced",
-                         unit="seeds")
+                         unit="seeds", source="principle")
     for missing in (math.nan, math.inf):
         with pytest.raises(verdicts.ControlError, match="not finite"):
             took(missing)
     with pytest.raises(verdicts.ControlError, match="give the unit"):
-        verdicts.control("claim", "x", verdicts.TOOK, Interval(0.5, 0.4, 0.6, 4), 0.3)
+        verdicts.control("claim", "x", verdicts.TOOK, Interval(0.5, 0.4, 0.6, 4), 0.3, source="principle")
+    with pytest.raises(verdicts.ControlError, match="no threshold source"):
+        verdicts.control("claim", "x", verdicts.TOOK, Interval(0.5, 0.4, 0.6, 4), 0.3, unit="seeds")
 
 
 def test_a_threshold_outside_its_range_or_from_a_pilot_is_refused():
     with pytest.raises(verdicts.ControlError, match="threshold=1.5 lies outside its range"):
         took(0.5, threshold=1.5)
     with pytest.raises(verdicts.ControlError, match="kind="):
-        verdicts.control("claim", "x", "took it", Interval(0.5, 0.4, 0.6, 4), 0.3, unit="seeds")
+        verdicts.control("claim", "x", "took it", Interval(0.5, 0.4, 0.6, 4), 0.3, unit="seeds", source="principle")
     with pytest.raises(verdicts.ControlError, match="op="):
-        verdicts.control("claim", "x", verdicts.TOOK, Interval(0.5, 0.4, 0.6, 4), 0.3, op="=>", unit="seeds")
+        verdicts.control("claim", "x", verdicts.TOOK, Interval(0.5, 0.4, 0.6, 4), 0.3, op="=>", unit="seeds", source="principle")
     with pytest.raises(verdicts.ControlError, match="never from a pilot"):
         verdicts.control("claim", "x", verdicts.TOOK, Interval(0.5, 0.4, 0.6, 4), 0.3, unit="seeds",
                          source="pilot")
@@ -76,7 +78,7 @@ def test_a_threshold_outside_its_range_or_from_a_pilot_is_refused():
 
 def test_exact_is_an_interval_of_zero_width():
     c = verdicts.control("claim", "the timing resolves the target", verdicts.TOOK, verdicts.exact(0.01, 87),
-                         0.025, op="<=", unit="timing repetitions")
+                         0.025, op="<=", unit="timing repetitions", source="principle")
     assert c["passed"] and c["low"] == c["high"] == 0.01 and c["n"] == 87
 
 

@@ -25,9 +25,9 @@ def test_controls_table_one_row_per_control_with_its_interval():
     from mlmlib.stats import Interval
 
     card = [{"claim": "c1", "controls": [
-        verdicts.control("c1", "x", verdicts.TOOK, Interval(0.4, 0.35, 0.45, 4), 0.3, unit="languages"),
+        verdicts.control("c1", "x", verdicts.TOOK, Interval(0.4, 0.35, 0.45, 4), 0.3, unit="languages", source="principle"),
         verdicts.control("c1", "y", verdicts.EXISTS, Interval(0.1, -0.2, 0.4, 4), 0.0, op=">",
-                         unit="languages")]}, {"claim": "c2", "controls": []}]
+                         unit="languages", source="principle")]}, {"claim": "c2", "controls": []}]
     frame = tables.controls_table(card)
     assert frame["claim"].tolist() == ["c1", "c1"]
     assert frame["status"].tolist() == ["passed", "failed"]

@@ -28,7 +28,7 @@ ARMS = {"learned": {"a": (0.9, 0.5), "b": (0.8, 0.5)}, "one at majority": {"a": 
 
 
 def _control(kind: str) -> dict:
-    return verdicts.control("claim", kind, verdicts.TOOK, CONTROLS[kind], 0.3, bounds=(0, 1), unit="languages")
+    return verdicts.control("claim", kind, verdicts.TOOK, CONTROLS[kind], 0.3, bounds=(0, 1), unit="languages", source="principle")
 
 
 @pytest.mark.parametrize("direction, delta", [("greater", 0.01), ("less", 0.01), ("at_most", 0.05),
