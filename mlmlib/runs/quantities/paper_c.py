@@ -139,6 +139,19 @@ for (_bed, _what), _points in DOSE_QUANTITIES.items():
                  )(_dose_text(_field, _arm, _dose, _what == "share"))
 
 
+@quantity("c4_languages", "C4_synthetic_selective", "one record per run",
+          "how many C4 runs (languages) the records hold")
+def _(records):
+    return str(len(records))
+
+
+@quantity("c4_doses", "C4_synthetic_selective", "metrics.dose_rows[*].dose",
+          "the doses of continued MLM the C4 records read, in steps")
+def _(records):
+    doses = sorted({int(d) for d in explode_rows(records, "dose_rows", keep=[])["dose"]})
+    return ", ".join(f"{d:,}" for d in doses[:-1]) + f" and {doses[-1]:,}"
+
+
 @quantity("c4_majority", "C4_synthetic_selective", "metrics.majority_accuracy",
           "the synthetic task's majority-class accuracy, mean over languages")
 def _(records):
