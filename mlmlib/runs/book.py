@@ -190,15 +190,10 @@ def _table_note(rows: list[dict], rendered: Sequence[str]) -> str:
         return ("*No summary records yet: run `python -m mlmlib run --profile smoke` (or another "
                 "profile) and rebuild the book.*")
     profiles = list(dict.fromkeys(r["profile"] for r in rows))
-    return (f"Measured claims, generated from the run records of {', '.join(profiles)} "
-            f"(this book shows the executed pages of {', '.join(f'`{p}`' for p in rendered)}): the "
-            "verdicts counted per paper and profile, the effects with their intervals, then one row "
-            "per claim and one column per profile and testbed (its dose in the header, ours against "
-            "the paper profile's): the verdict, linked to its summary page where the effect, its "
-            "interval and every control are, and one line: the control that failed or was not "
-            "measured, the arm at its majority class, or \"controls passed\". *Insensitive*: a "
-            "control failed, so the experiment could not have shown the effect. *Not measured*: the "
-            "claim, or one of its controls, has no interval.\n")
+    return (f"Generated from the run records of {', '.join(profiles)} (this book shows the executed "
+            f"pages of {', '.join(f'`{p}`' for p in rendered)}). *Insensitive*: a control failed, so "
+            "the experiment could not have shown the effect. *Not measured*: the claim, or one of "
+            "its controls, has no interval.\n")
 
 
 def _profile_link(row: dict, rendered: Sequence[str], root: Path) -> str:
