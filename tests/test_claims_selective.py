@@ -501,3 +501,15 @@ def test_the_committed_cpu_records_give_rows_the_rules_allow():
     assert [rule_problems(r) for r in card] == [[]] * len(card)
     assert all("(majority 0." in r["effect"] and r["majority"] for r in card)
     assert [r["unit"] for r in card] == ["seeds", "seeds", "languages"]
+
+
+def test_the_dose_lists_the_settings_that_depart_from_the_paper():
+    ours = [{"task": "amazon-food", "base": {"name": "minilm-l6"}, "finetune": {"lr": 5e-5},
+             "mlm": {"steps": 100, "batch_size": 32}, "text": {"max_length": 128}}]
+    paper = [{"task": "sst2", "base": {"name": "bert-base-uncased"}, "finetune": {"lr": 2e-5},
+              "mlm": {"steps": 10000, "batch_size": 32}, "text": {"max_length": 128}}]
+    text = claims.dose_text(ours, paper)
+    assert text.startswith("409,600 / 40,960,000 tokens of continued MLM per arm")
+    assert "departs from the paper: task amazon-food (paper: sst2)" in text
+    assert "base.name minilm-l6 (paper: bert-base-uncased)" in text and "finetune.lr 5e-05" in text
+    assert "departs" not in claims.dose_text(paper, paper)
