@@ -58,8 +58,9 @@ def test_test_profile_runs_and_book_renders_with_figures(tmp_path):
         # the rule sweep on the test plan's tiny records: every claim module's rows keep the rules
         check_card(summary["scorecard"])
     a4 = records.set_index("notebook").loc["A4_synthetic_summary"]
-    # two fine-tuning seeds in the test plan: below the minimum, so nothing can be resolved
-    assert {c["verdict"] for c in a4["claims"]} == {verdicts.NOT_RESOLVED}
+    # two fine-tuning seeds in the test plan: below the minimum, so no control has an interval
+    # and no claim is measured
+    assert {c["verdict"] for c in a4["claims"]} == {verdicts.NOT_MEASURED}
 
     build = subprocess.run([sys.executable, "-m", "mlmlib", "book", "--profile", "test",
                             "--output", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, check=False)
