@@ -415,7 +415,7 @@ def _load_part(model: nn.Module, state: dict, prefix: str, what: str) -> None:
 PAIR_PARTS = ("generator", "discriminator")
 CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
-OLD_CONFIG = "mlmlib_model.json"  # what mlmlib's earlier format wrote beside its weights
+OLD_CONFIG = "mlmlib_model.json"  # the file beside the weights in mlmlib's own legacy format
 
 
 def saved_files(folder: str = "model") -> tuple[str, ...]:

@@ -258,7 +258,7 @@ def control(claim: str, name: str, kind: str, measured: Interval | None, thresho
 
 
 def control_status(c: dict) -> str:
-    """passed, failed or not measured (records made before controls had intervals: from `passed`)."""
+    """passed, failed or not measured (a control without `status` has only `passed`: from it)."""
     return c.get("status") or (PASSED if c.get("passed") else FAILED)
 
 

@@ -164,7 +164,9 @@ def test_no_module_is_longer_than_a_reader_holds():
 
 def test_every_paper_notebook_names_its_paper():
     expect = {"A": ["distributional"], "B": ["true_negatives"], "C": ["selective_masking"]}
-    for nb in sorted((PACKAGE_DIR.parent / "notebooks").glob("*.ipynb")):
+    notebooks = sorted((PACKAGE_DIR.parent / "notebooks").glob("*.ipynb"))
+    assert {nb.stem[0] for nb in notebooks if nb.stem[1].isdigit()} == set(expect), notebooks
+    for nb in notebooks:
         want = expect.get(nb.stem[0]) if nb.stem[1].isdigit() else []
         if nb.stem == "A1_synthetic_data":
             want = []  # A1 describes the languages: data package only

@@ -23,10 +23,11 @@ def test_there_are_templates():
 @pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
 def test_template_committed_without_outputs(path):
     nb = json.loads(path.read_text())
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "code":
-            assert not cell.get("outputs"), f"{path.name}: a code cell has outputs"
-            assert cell.get("execution_count") is None, f"{path.name}: a cell has an execution count"
+    code = [cell for cell in nb["cells"] if cell["cell_type"] == "code"]
+    assert code, f"{path.name}: no code cell"
+    for cell in code:
+        assert not cell.get("outputs"), f"{path.name}: a code cell has outputs"
+        assert cell.get("execution_count") is None, f"{path.name}: a cell has an execution count"
 
 
 @pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
@@ -57,9 +58,9 @@ def test_every_plan_is_valid(profile):
 def test_summaries_wait_for_every_notebook_they_read(profile):
     """A summary with `needs` waits only for those runs (and hashes only their records): every
     notebook its code names must be among them, or it could run before its inputs exist."""
-    for run in load_plan(profile).runs:
-        if not is_summary(run.notebook) or not run.needs:
-            continue
+    summaries = [r for r in load_plan(profile).runs if is_summary(r.notebook) and r.needs]
+    assert summaries, f"{profile}: no summary run with `needs`"
+    for run in summaries:
         nb = json.loads((ROOT / "notebooks" / f"{run.notebook}.ipynb").read_text())
         code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
         named = set(re.findall(r'"([A-C][0-9]_\w+|compute_benchmark|data_overview)"', code))
@@ -122,12 +123,15 @@ def test_a_group_default_is_the_smoke_value():
     first = {}
     for run in load_plan("smoke").runs:
         first.setdefault(run.notebook, run)
+    assert set(first) == {p.stem for p in TEMPLATES}, set(first) ^ {p.stem for p in TEMPLATES}
+    compared = []
     for name, run in first.items():
         groups = notebook_groups(str(ROOT / "notebooks" / f"{name}.ipynb"))
         resolved = full_params(name, {})
         for group in groups:
             if group in run.grid_keys:
                 continue
+            compared.append((name, group))
             differ = {k: (resolved[group][k], v) for k, v in run.params.get(group, {}).items()
                       if resolved[group][k] != v}
             assert not differ, f"{name}: {group} (default, smoke) {differ}"
@@ -136,6 +140,7 @@ def test_a_group_default_is_the_smoke_value():
                 if k not in groups and k not in run.grid_keys and k != "profile"
                 and resolved.get(k) != v}
         assert not flat, f"{name}: (default, smoke) {flat}"
+    assert compared, "no parameter group was compared with its smoke value"
 
 
 @pytest.mark.parametrize("path", [p for p in TEMPLATES if "profile" in notebook_parameters(str(p))],
@@ -217,7 +222,9 @@ def test_save_cell_is_the_last_and_removed(path):
 @pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
 def test_import_cells_are_removed(path):
     """A cell of imports only prints nothing a reader needs: it is tagged remove-cell."""
-    for cell in _cells(path, "code"):
+    cells = _cells(path, "code")
+    assert cells, f"{path.name}: no code cell"
+    for cell in cells:
         body = ast.parse("".join(cell["source"])).body
         if body and all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in body):
             assert "remove-cell" in _tags(cell), f"{path.name}: an imports-only cell is shown"

@@ -83,6 +83,7 @@ def test_electra_labels_are_exact_match():
     history = pretrain(electra(SIZE, seed=0), data, cfg(objective="electra", steps=2),
                        mask_id=MASK, num_special=NSPEC, hook=hook)
     assert {"gen_acc", "disc_acc", "replaced_frac", "n"} <= history[-1].keys()
+    assert len(seen) == 2  # the hook saw both steps
     for ids, disc_input, masked, samples, targets in seen:
         assert torch.equal(disc_input[~masked], ids[~masked])
         assert torch.equal(disc_input[masked], samples)
@@ -192,6 +193,7 @@ def test_resume_after_kill_is_bit_identical(tmp_path):
         drop = ("tokens_per_s", "wall_s")
         assert [{k: v for k, v in r.items() if k not in drop} for r in resumed] == \
             [{k: v for k, v in r.items() if k not in drop} for r in full]
+        assert model_a.state_dict().keys() == model_b.state_dict().keys()
         for (name, a), b in zip(model_a.state_dict().items(), model_b.state_dict().values()):
             assert torch.equal(a, b), name
         # a finished run resumes to its end without training again

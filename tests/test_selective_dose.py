@@ -71,6 +71,7 @@ def test_nested_dose_equals_a_direct_run_to_that_dose():
     direct = {}
     dose.chain(base, data, config, [3], lambda d, m: direct.update(
         {k: v.clone() for k, v in m.state_dict().items()}), **kwargs)
+    assert direct and direct.keys() == nested[3].keys()
     for name, value in direct.items():
         assert torch.equal(value, nested[3][name]), name
     # and training moved the weights: the comparison is not between two untouched copies

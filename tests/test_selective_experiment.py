@@ -85,6 +85,7 @@ def test_realised_rate_close_to_target(corpus, scores, tokenizer, function):
     arms = se.prepare_arms(["random", function], corpus, scores, cfg, word_list=VADER)
     assert arms[function].expected_rate == pytest.approx(0.2, abs=1e-4)
     rows = se.realised_rates(arms, mask_id=tokenizer.mask_token_id, vocab_size=len(tokenizer), repeats=20)
+    assert [row["arm"] for row in rows] == ["random", function]
     for row in rows:
         assert abs(row["realised_rate"] - 0.2) < 0.02, row  # ~2.4k tokens x 20 draws
 

@@ -42,15 +42,17 @@ def test_the_switches_are_page_parameters_passed_to_the_config(notebook):
     params = notebook_parameters(str(notebooks_dir() / f"{notebook}.ipynb"))
     passed = _config_keywords(notebook)
     defaults = {f.name: f.default for f in dataclasses.fields(PretrainConfig)}
+    assert set(SWITCHES) <= set(defaults), f"PretrainConfig lacks a switch of {SWITCHES}"
     for name in SWITCHES:
         assert passed.get(name) == name, f"{notebook}: PretrainConfig({name}=...) is not the parameter"
         assert params[name] == defaults[name], f"{notebook}: {name} defaults to {params[name]!r}"
 
 
 def test_the_paper_plan_trains_b_in_bf16_without_compile():
-    for run in load_plan("paper").runs:
-        if run.notebook in NOTEBOOKS:
-            assert run.params["precision"] == "bf16" and not run.params.get("compile", False)
+    runs = [run for run in load_plan("paper").runs if run.notebook in NOTEBOOKS]
+    assert {run.notebook for run in runs} == set(NOTEBOOKS), "the paper plan lacks a B run"
+    for run in runs:
+        assert run.params["precision"] == "bf16" and not run.params.get("compile", False), run.slug
 
 
 def test_a_switch_torch_cannot_honour_is_refused_naming_it(monkeypatch):

@@ -626,7 +626,7 @@ def test_the_device_hook_gives_what_the_negatives_hook_gives():
             for name in ("mlm_weights", "disc_labels", "disc_weights", "extra_loss"):
                 x, y = getattr(a, name), getattr(b, name)
                 assert (x is None and y is None) or torch.allclose(x, y), (method, name)
-            assert a.stats.keys() == b.stats.keys()
+            assert a.stats and a.stats.keys() == b.stats.keys(), method
             for key, value in a.stats.items():
                 assert isinstance(b.stats[key], torch.Tensor)
                 assert float(b.stats[key]) == pytest.approx(value), (method, key)

@@ -46,8 +46,8 @@ def column_name(row: dict) -> str:
 
 
 def status(control: dict) -> str:
-    """A control's status: passed, failed or not measured (records made before controls carried
-    intervals have only `passed`)."""
+    """A control's status: passed, failed or not measured (a control without `status`, and so
+    without an interval, has only `passed`)."""
     return control.get("status") or ("passed" if control.get("passed") else "failed")
 
 

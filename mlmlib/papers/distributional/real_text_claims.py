@@ -326,7 +326,7 @@ def final_checkpoint_points(records: pd.DataFrame) -> pd.DataFrame:
 
 def base_model_name(params: dict) -> str:
     """The base model of an A5 run: its `base` group's name (overrides or resolved), or, in records
-    made before A5 took the group, its flat `base_model` parameter."""
+    without the group, its flat `base_model` parameter."""
     group = params.get("base")
     if isinstance(group, dict):
         return str(configs.resolve(BaseModelConfig, group)["name"])

@@ -115,7 +115,7 @@ def pretraining_tokens(params: dict) -> int:
     upper bound: a sequence shorter than the length is padded, and padding is not read).
 
     params: an A2 run's parameters, with the `setup` group (overrides or resolved), or, in records
-    made before A2 took the group, its fields as flat parameters.
+    without the group, its fields as flat parameters.
     """
     group = params.get("setup")
     values = configs.resolve(Setup, group) if isinstance(group, dict) else params

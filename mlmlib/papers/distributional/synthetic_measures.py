@@ -21,7 +21,7 @@ BLOCK = ["language_seed", "seed"]
 
 
 def with_language(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows with a `language_seed` column (records made before it was a grid value: 0)."""
+    """The rows with a `language_seed` column (0 in records that have none)."""
     frame = frame if isinstance(frame, pd.DataFrame) else pd.DataFrame(frame)
     if "language_seed" not in frame:
         frame = frame.assign(language_seed=0)
@@ -158,7 +158,7 @@ def blocks_text(frame) -> str:
 def capped_runs(frame: pd.DataFrame) -> dict:
     """How many fine-tuning runs reached the step cap instead of stopping on validation patience.
 
-    A run is one (language, seed, model, B-D2 fraction, size); records made before the rows had
+    A run is one (language, seed, model, B-D2 fraction, size); records whose rows lack
     `hit_cap` count as not measured.
     """
     frame = with_language(frame)

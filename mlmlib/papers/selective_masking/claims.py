@@ -370,7 +370,7 @@ def conclusion(claims: list[dict], floor: list[dict] = ()) -> tuple[str, str]:
 
 def mlm_tokens(params: dict) -> int:
     """Tokens the continued MLM reads per arm: steps x batch x length, of C2's `mlm` and `text`
-    groups (a plan's overrides, resolved against the defaults); records made before the groups
+    groups (a plan's overrides, resolved against the defaults); records without the groups
     name them mlm_steps, mlm_batch_size and max_length."""
     if "mlm_steps" in params and not pd.isna(params["mlm_steps"]):
         return int(params["mlm_steps"]) * int(params["mlm_batch_size"]) * int(params["max_length"])

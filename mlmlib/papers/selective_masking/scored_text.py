@@ -1,7 +1,7 @@
 """The task's training text as C1 measures it: tokenized as the continued MLM sees it, every word
 type scored against the task word list.
 
-The steps and their order are those the C1 page ran inline before (its records must not move).
+The steps run in a fixed order, which the C1 records depend on.
 """
 
 from __future__ import annotations

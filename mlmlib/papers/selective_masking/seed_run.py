@@ -1,8 +1,8 @@
 """One seed of paper C's experiment (C2): every arm's masking, continued MLM and fine-tuning.
 
-The C2 page calls `run_seed` and draws what it returns; the steps and their order are those the
-page ran inline before (its records must not move): seed, checks, base, task splits, text,
-masking per (arm, word list), then `experiment.run_arms`.
+The C2 page calls `run_seed` and draws what it returns. The steps run in a fixed order, which the
+random draws and so the C2 records depend on: seed, checks, base, task splits, text, masking per
+(arm, word list), then `experiment.run_arms`.
 """
 
 from __future__ import annotations
