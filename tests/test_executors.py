@@ -15,6 +15,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from mlmlib.runs import executors, plans
+from mlmlib.runs.cli import parse_slurm_args
 from mlmlib.runs.executors import ExecutorError, Options, check_options, run_with_executor
 from mlmlib.runs.plans import PlanError, load_plan
 from mlmlib.runs.runner import run_plan
@@ -277,7 +278,7 @@ def test_several_gpus_per_run_are_refused_with_the_reason(project, fake_slurm, g
 def test_slurm_args_and_setup_reach_the_sbatch_script(project, fake_slurm):
     options = check_options(Options(
         executor="slurm", gpus_per_run=1, partition="gpu",
-        slurm_args=executors.parse_slurm_args(["account=proj42", "qos=high", "exclusive"]),
+        slurm_args=parse_slurm_args(["account=proj42", "qos=high", "exclusive"]),
         slurm_setup=["module load cuda/12.4", "source /opt/env.sh"]), load_plan("q"))
     script = executors.make_executor(options, "q")._make_submission_file_text("python job.py", "u1")
     for line in ("#SBATCH --account=proj42", "#SBATCH --qos=high", "#SBATCH --exclusive",
@@ -308,11 +309,11 @@ def test_plan_slurm_args_and_setup_are_used_and_the_command_line_wins(project, f
     (["gres=gpu:1"], None),
 ])
 def test_bad_slurm_args_stop_at_submit_time(project, fake_slurm, args, message):
-    options = Options(executor="slurm", slurm_args=executors.parse_slurm_args(args)) \
+    options = Options(executor="slurm", slurm_args=parse_slurm_args(args)) \
         if not args[0].startswith("=") and not args[0].endswith("=") else None
     if options is None:
         with pytest.raises(ExecutorError, match=message):
-            executors.parse_slurm_args(args)
+            parse_slurm_args(args)
         return
     if message is None:
         check_options(options, load_plan("q"))
@@ -436,3 +437,136 @@ def test_flock_is_probed_on_the_real_work_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(executors.fcntl, "flock", no_locks)
     with pytest.raises(ExecutorError, match="flock fails on its mount .*No locks available"):
         executors.check_shared_locks(tmp_path)
+
+
+# ---------------------------------------------------------------- SLURM's edges: a refused sbatch,
+# the job states, jobs the cluster ends without a word (a driver with a stand-in for submitit)
+
+SLURM_STATES = {"BOOT_FAIL", "CANCELLED", "COMPLETED", "CONFIGURING", "COMPLETING", "DEADLINE", "FAILED",
+                "NODE_FAIL", "OUT_OF_MEMORY", "PENDING", "PREEMPTED", "RUNNING", "RESV_DEL_HOLD",
+                "REQUEUE_FED", "REQUEUE_HOLD", "REQUEUED", "RESIZING", "REVOKED", "SIGNALING",
+                "SPECIAL_EXIT", "STAGE_OUT", "STOPPED", "SUSPENDED", "TIMEOUT"}  # squeue's job state codes
+
+
+def test_every_slurm_job_state_is_live_or_ended():
+    assert executors.SLURM_LIVE | executors.SLURM_ENDED == SLURM_STATES
+    assert not executors.SLURM_LIVE & executors.SLURM_ENDED
+    assert executors.SLURM_RESUBMIT <= executors.SLURM_ENDED
+
+
+def test_held_and_unknown_states_count_as_live(monkeypatch):
+    squeue = _Squeue("1 SPECIAL_EXIT\n2 RESV_DEL_HOLD\n3 SOME_NEW_STATE\n4 PREEMPTED\n5 OUT_OF_MEMORY\n")
+    monkeypatch.setattr(executors.subprocess, "run", squeue)
+    assert executors.slurm_alive(["1", "2", "3", "4", "5", "6"]) == {
+        "1": True, "2": True, "3": True, "4": False, "5": False, "6": False}
+
+
+def test_sacct_gives_an_ended_jobs_last_state(monkeypatch):
+    sacct = _Squeue("7|PREEMPTED\n8|CANCELLED by 1234\n8|CANCELLED by 0\n99|COMPLETED\n")
+    monkeypatch.setattr(executors.subprocess, "run", sacct)
+    assert executors.slurm_end_states(["7", "8", "9"]) == {"7": "PREEMPTED", "8": "CANCELLED by 0"}
+    assert sacct.calls[0][:2] == ["sacct", "-n"] and sacct.calls[0][-1] == "7,8,9"
+    off = _Squeue(returncode=1, stderr="Slurm accounting storage is disabled")
+    monkeypatch.setattr(executors.subprocess, "run", off)
+    assert executors.slurm_end_states(["7"]) == {}
+
+
+class _Cluster:
+    """A stand-in for submitit's SlurmExecutor, squeue and sacct: sbatch refuses the runs named
+    in `refuse` with a QOS message; each other job 'runs' at once and writes its outcome, unless
+    `ends[name]` still lists states: then it ends silently and sacct gives the next state."""
+
+    def __init__(self, monkeypatch, refuse=(), ends=None):
+        from submitit.core.utils import FailedJobError
+
+        self.failed_job_error, self.refuse, self.ends = FailedJobError, set(refuse), dict(ends or {})
+        self.parameters: dict = {}
+        self.submitted: list[tuple[str, str, str]] = []  # (run, job id, key)
+        self.state: dict[str, str] = {}
+        real = subprocess.run
+
+        def run(cmd, **kwargs):
+            if cmd[0] == "squeue":  # every job here has ended: squeue no longer lists it
+                return subprocess.CompletedProcess(cmd, 0, stdout="", stderr="")
+            if cmd[0] == "sacct":
+                rows = [f"{j}|{self.state[j]}" for j in cmd[-1].split(",") if j in self.state]
+                return subprocess.CompletedProcess(cmd, 0, stdout="\n".join(rows), stderr="")
+            return real(cmd, **kwargs)
+
+        monkeypatch.setattr(executors.subprocess, "run", run)
+        monkeypatch.setattr(executors, "SLURM_POLL_S", 0.0)
+
+    def update_parameters(self, **params):
+        self.parameters.update(params)
+
+    def submit(self, fn, profile, only, name, force, env, key):
+        if name in self.refuse:
+            raise self.failed_job_error(
+                "sbatch: error: QOSMaxSubmitJobPerUserLimit\nsbatch: error: Batch job submission "
+                "failed: Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)")
+        job_id = str(1000 + len(self.submitted))
+        self.submitted.append((name, job_id, key))
+        if self.ends.get(name):
+            self.state[job_id] = self.ends[name].pop(0)  # ended silently: no outcome
+        else:
+            self.state[job_id] = "COMPLETED"
+            executors.write_json(executors.job_file(profile, name, "outcome"), {"status": "done", "seconds": 1.0})
+        return type("Job", (), {"job_id": job_id, "done": lambda self: True})()
+
+
+def _drive(cluster, max_requeue=3):
+    lines: list[str] = []
+    report = run_with_executor(load_plan("q"), Options(executor="slurm", poll_s=0.0, max_requeue=max_requeue),
+                               executor=cluster, log=lines.append)
+    return report, "\n".join(lines)
+
+
+def test_a_refused_submission_fails_that_run_with_sbatchs_message_and_the_driver_goes_on(project, monkeypatch):
+    cluster = _Cluster(monkeypatch, refuse={"work/x-2"})
+    report, out = _drive(cluster)
+    assert sorted(report.done) == ["summary/run", "work/x-1", "work/x-3", "work/x-4"], out
+    error = report.failed["work/x-2"]
+    assert error.startswith("not submitted, slurm refused the job: sbatch: error: QOSMaxSubmitJobPerUserLimit; ")
+    assert "Job violates accounting/QOS policy" in error and "--max-parallel" in error
+    assert report.failed["after/x-7"] == "not run: it needs work/x-2, which failed"
+    assert "FAIL work/x-2: not submitted" in out
+    assert "work/x-2" not in [name for name, _, _ in cluster.submitted]
+    assert not executors.job_file("q", "work/x-2").exists()
+
+
+@pytest.mark.parametrize("state", ["PREEMPTED", "NODE_FAIL", "CANCELLED by OTHER"])
+def test_a_job_the_cluster_ended_is_submitted_again_under_its_first_key(project, monkeypatch, state):
+    state = state.replace("OTHER", str(os.getuid() + 1))  # an administrator, or SLURM's preemption
+    cluster = _Cluster(monkeypatch, ends={"work/x-1": [state, state]})
+    report, out = _drive(cluster)
+    assert report.ok and "work/x-1" in report.done, out
+    tries = [(job, key) for name, job, key in cluster.submitted if name == "work/x-1"]
+    assert len(tries) == 3 and len({key for _, key in tries}) == 1  # the same key each time
+    assert out.count("was stopped by the cluster; submitting it again") == 2
+    assert "(again, 2 of at most 3)" in out
+
+
+def test_resubmissions_are_bounded_by_max_requeue(project, monkeypatch):
+    cluster = _Cluster(monkeypatch, ends={"work/x-1": ["PREEMPTED"] * 5})
+    report, _ = _drive(cluster, max_requeue=1)
+    assert len([n for n, _, _ in cluster.submitted if n == "work/x-1"]) == 2
+    last = [job for name, job, _ in cluster.submitted if name == "work/x-1"][-1]
+    assert report.failed["work/x-1"] == (
+        f"job {last} ended PREEMPTED without reporting, submitted 1 time(s) again already "
+        f"(--max-requeue 1); its log: .work/q/_submitit/{last}/")
+
+
+@pytest.mark.parametrize("state, message", [
+    ("CANCELLED by UID", "was cancelled by you (CANCELLED by UID); not submitted again"),
+    ("OUT_OF_MEMORY", "ended OUT_OF_MEMORY without reporting; its log: "),
+    ("TIMEOUT", "ended TIMEOUT without reporting; its log: "),
+    (None, "ended without reporting (killed or lost); its log: "),  # sacct has no state for it
+])
+def test_a_job_that_ended_for_its_own_reasons_is_reported_with_its_state(project, monkeypatch, state, message):
+    state = state and state.replace("UID", str(os.getuid()))
+    cluster = _Cluster(monkeypatch, ends={"work/x-3": [state or "-"]})
+    if state is None:
+        cluster.state = type("NoAccounting", (dict,), {"__contains__": lambda self, k: False})()
+    report, _ = _drive(cluster)
+    assert len([n for n, _, _ in cluster.submitted if n == "work/x-3"]) == 1
+    assert message.replace("UID", str(os.getuid())) in report.failed["work/x-3"], report.failed

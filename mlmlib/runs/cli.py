@@ -73,7 +73,9 @@ def main(argv: list[str] | None = None, prepare_rehearsal=None) -> int:
                     help="slurm: a shell line run before each job, e.g. \"module load cuda/12.4\" "
                          "(repeatable)")
     ex.add_argument("--max-requeue", type=int, default=3, metavar="N",
-                    help="requeues after a time limit before a run counts as failed (default 3)")
+                    help="requeues after a time limit, and (slurm) resubmissions of a job the "
+                         "cluster ended (preempted, cancelled, node failure), before a run counts "
+                         "as failed (default 3)")
     book = sub.add_parser("book", help="build the Jupyter Book from the executed runs")
     book.add_argument("--profile", default="smoke", help="whose executed notebooks appear as pages")
     book.add_argument("--no-strict", action="store_true", help="do not fail on Sphinx warnings")
@@ -141,7 +143,8 @@ def _run(args, prepare_rehearsal=None) -> int:
         from mlmlib.runs.budget import budget_lines
 
         for run in plan.runs:
-            print(f"  {run.notebook}/{run.slug}: {json.dumps(run.params)}")
+            device = f" [{run.device}]" if run.device else ""  # `device: gpu` needs CUDA to start
+            print(f"  {run.notebook}/{run.slug}{device}: {json.dumps(run.params)}")
         for line in budget_lines(plan):
             print(line)
         return 0
@@ -170,7 +173,7 @@ def _run(args, prepare_rehearsal=None) -> int:
 
 def _options(args, plan):
     """Executor options from the command line, checked against the machine and the plan."""
-    from mlmlib.runs.executors import ExecutorError, Options, check_options, parse_slurm_args
+    from mlmlib.runs.executors import ExecutorError, Options, check_options
 
     try:
         gpus = tuple(int(g) for g in args.gpus.split(",") if g.strip())
@@ -181,6 +184,22 @@ def _options(args, plan):
         time_min=args.time_min, cpus_per_run=args.cpus_per_run, mem_gb=args.mem_gb,
         gpus_per_run=args.gpus_per_run, max_requeue=args.max_requeue,
         slurm_args=parse_slurm_args(args.slurm_arg), slurm_setup=list(args.slurm_setup)), plan)
+
+
+def parse_slurm_args(given: list[str]) -> dict:
+    """`--slurm-arg key=value` (repeatable; a bare `key` is a flag such as `exclusive`) as a dict."""
+    from mlmlib.runs.executors import ExecutorError
+
+    args: dict = {}
+    for item in given:
+        key, has_value, value = item.partition("=")
+        key = key.strip()
+        if not key or (has_value and not value.strip()):
+            raise ExecutorError(f"--slurm-arg {item!r}: give key=value (an sbatch option without its "
+                                "dashes, e.g. account=proj42, qos=high, constraint=a100) or a flag "
+                                "key (e.g. exclusive)")
+        args[key] = value.strip() if has_value else True
+    return args
 
 
 BUDGET_PAGE = "gpu_budget.md"  # book/_generated/, included by book/compute.md

@@ -1,26 +1,21 @@
 """Run a plan's runs side by side through submitit: local slots (CPU or GPUs) or a SLURM cluster.
 
-The driver (this process) decides what runs, as the serial batch does: the records on disk say
-which runs are finished. It submits a run once the runs it waits for have finished (a summary
-waits for every run above it, a fine-tuning entry for the entries it `needs`), keeps each
-job's id beside the records (`<profile>/_jobs/`) so that a restarted driver adopts a live job
-instead of submitting it twice, and frees the job's slot when it ends. A job executes one run
-with the serial batch's code (`runner.execute_run`) and writes its record atomically.
+The driver (this process) decides what runs, as the serial batch does, from the records on disk.
+It submits a run once the runs it waits for have finished (a summary waits for every run above
+it, a fine-tuning entry for the entries it `needs`), keeps each job's id beside the records
+(`<profile>/_jobs/`) so that a restarted driver adopts a live job instead of submitting it twice.
+A job executes one run with the serial batch's code (`runner.execute_run`).
 
 submitit does the process and scheduler work: local subprocesses, `sbatch`, and the requeue of
-a job stopped by its time limit or by preemption (a checkpointable job is submitted again and
-the notebook resumes from the training checkpoint in its work folder). We add what submitit
-does not know: the plan's order, slots, threads per run and the job files.
+a job stopped by its time limit or by preemption (the notebook resumes from the checkpoint in
+its work folder). We add the plan's order, slots, threads and GPUs per run (one GPU for a
+`device: gpu` entry: a notebook cannot be spread over several), the job files, the runs that
+sbatch refuses (they fail, the others go on) and the jobs the cluster ends without a word
+(preempted, cancelled: submitted again, --max-requeue times, else reported with their state).
 
-One run uses one GPU. The training loop runs in the notebook's kernel, which papermill starts
-and `accelerate launch` cannot, and the models of these papers are small: one run per GPU, many
-runs side by side, uses a node's GPUs better than one run spread over them. A request for
-several GPUs per run is refused rather than paid for and left idle.
-
-The record key of a run is computed when its job is submitted and travels with the job: an
-attempt that starts after the code it depends on was edited (a requeue after the driver's user
-changed a module) does not run the edited code under the old key, and does not touch the work
-folder holding the earlier attempt's checkpoints; it fails, saying so.
+The record key of a run is computed when its job is first submitted and travels with the job:
+an attempt that starts after the code it depends on was edited does not run the edited code
+under the old key, nor touch the work folder of the earlier attempt's checkpoints; it fails.
 """
 
 from __future__ import annotations
@@ -44,7 +39,7 @@ from typing import Any
 from mlmlib.atomic import pid_alive, remove_dead_temps, write_json
 from mlmlib.paths import runs_dir, work_dir
 from mlmlib.runs import runner
-from mlmlib.runs.plans import Plan, is_summary, load_plan
+from mlmlib.runs.plans import Plan, chain_times, is_summary, load_plan
 
 EXECUTORS = ("serial", "local", "slurm")
 JOBS = "_jobs"
@@ -53,28 +48,37 @@ SLURM_KEYS = {"partition", "time_min", "cpus_per_run", "mem_gb", "gpus_per_run",
 # sbatch options that the executor sets itself (from the options above, or for submitit's own
 # bookkeeping): a pass-through `--slurm-arg` may not set them behind the executor's back
 SLURM_RESERVED = {"partition": "--partition", "time": "--time-min", "mem": "--mem-gb",
-                  "mem-per-cpu": "--mem-gb", "mem-per-gpu": "--mem-gb",
-                  "cpus-per-task": "--cpus-per-run", "cpus-per-gpu": "--cpus-per-run",
-                  "gpus": "--gpus-per-run", "gpus-per-node": "--gpus-per-run",
+                  "mem-per-cpu": "--mem-gb", "mem-per-gpu": "--mem-gb", "cpus-per-task": "--cpus-per-run",
+                  "cpus-per-gpu": "--cpus-per-run", "gpus": "--gpus-per-run", "gpus-per-node": "--gpus-per-run",
                   "gpus-per-task": "--gpus-per-run", "ntasks": "one task per run",
                   "ntasks-per-node": "one task per run", "nodes": "one node per run",
                   "signal": "--signal-delay (submitit's requeue)", "output": "submitit's logs",
-                  "error": "submitit's logs", "open-mode": "submitit's logs",
-                  "array": "one job per run", "requeue": "submitit's requeue"}
+                  "error": "submitit's logs", "open-mode": "submitit's logs", "array": "one job per run",
+                  "requeue": "submitit's requeue"}
 SLURM_ARG = re.compile(r"^[a-z][a-z0-9-]*$")
 # file systems whose flock is node-local or off unless the mount says otherwise
 LOCAL_LOCK_OPTIONS = {"nfs": ("nolock", "local_lock=all", "local_lock=flock"),
                       "nfs4": ("local_lock=all", "local_lock=flock"),
                       "lustre": ("localflock", "noflock")}
-# squeue states of a job that is not over yet (a requeued job goes back to PENDING)
+# SLURM's job states (squeue, sacct): a job not over yet (a requeued or held one too), one that ended,
+# and the ends that the cluster, not the run, chose: the run is submitted again (--max-requeue)
 SLURM_LIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD",
-              "REQUEUE_FED", "RESIZING", "SUSPENDED", "SIGNALING", "STAGE_OUT", "STOPPED"}
+              "REQUEUE_FED", "RESIZING", "SUSPENDED", "SIGNALING", "STAGE_OUT", "STOPPED",
+              "SPECIAL_EXIT", "RESV_DEL_HOLD"}
+SLURM_ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "BOOT_FAIL",
+               "DEADLINE", "OUT_OF_MEMORY", "REVOKED"}
+SLURM_RESUBMIT = {"PREEMPTED", "NODE_FAIL", "BOOT_FAIL", "CANCELLED"}  # CANCELLED: not by the user
+SLURM_POLL_S = 10.0  # SLURM is asked about each job at most this often
 EXTRA = "extra"  # an adopted job beyond the slots a restarted driver was given: not a slot
 LOCAL_TIME_MIN = 7 * 24 * 60  # local jobs are not killed for time: each cell has its own timeout
 
 
 class ExecutorError(ValueError):
     """Executor options that cannot work here: names the option and what is allowed."""
+
+
+class SubmitRefused(RuntimeError):
+    """The scheduler refused one job (sbatch's message): that run fails, the others go on."""
 
 
 @dataclass
@@ -89,7 +93,7 @@ class Options:
     cpus_per_run: int | None = None
     mem_gb: float | None = None
     gpus_per_run: int | None = None
-    max_requeue: int = 3  # timeouts a run may be requeued after (preemptions do not count)
+    max_requeue: int = 3  # requeues after a timeout, resubmissions after a preemption or node failure
     signal_delay_s: int = 60  # the job is told this long before its time limit (to stop cleanly)
     poll_s: float = 2.0
     slurm_args: dict[str, Any] = field(default_factory=dict)  # sbatch options passed through
@@ -175,20 +179,6 @@ def check_options(options: Options, plan: Plan) -> Options:
     return options
 
 
-def parse_slurm_args(given: list[str]) -> dict[str, Any]:
-    """`--slurm-arg key=value` (repeatable; a bare `key` is a flag such as `exclusive`) as a dict."""
-    args: dict[str, Any] = {}
-    for item in given:
-        key, has_value, value = item.partition("=")
-        key = key.strip()
-        if not key or (has_value and not value.strip()):
-            raise ExecutorError(f"--slurm-arg {item!r}: give key=value (an sbatch option without its "
-                                "dashes, e.g. account=proj42, qos=high, constraint=a100) or a flag "
-                                "key (e.g. exclusive)")
-        args[key] = value.strip() if has_value else True
-    return args
-
-
 def sbatch_options() -> set[str] | None:
     """The long options this cluster's sbatch knows (from `sbatch --help`), or None if it cannot say."""
     try:
@@ -254,8 +244,7 @@ def mount_of(folder: Path, mounts_text: str | None = None) -> tuple[str, str, li
 def check_shared_locks(folder: Path, mounts_text: str | None = None) -> None:
     """Jobs on several nodes build shared cache entries under flock in the work folder: refuse a
     work folder whose mount keeps locks on one node (or has none), naming the mount."""
-    folder = Path(folder)
-    probe_dir = folder
+    probe_dir = folder = Path(folder)
     while mounts_text is None and not probe_dir.exists() and probe_dir != probe_dir.parent:
         probe_dir = probe_dir.parent  # the folder is made later, on the mount of its nearest parent
     point, fstype, opts = mount_of(probe_dir, mounts_text)
@@ -342,7 +331,8 @@ class RunJob:
     def __call__(self, profile: str, only: list[str] | None, name: str, force: bool,
                  env: dict[str, str], submitted_key: str | None = None) -> dict:
         os.environ.update(env)
-        os.environ["MLMLIB_JOB_ID"] = _job_id_here()
+        os.environ["MLMLIB_JOB_ID"] = (os.environ.get("SLURM_JOB_ID")  # the job it runs in
+                                       or os.environ.get("SUBMITIT_LOCAL_JOB_ID") or "")
         plan = load_plan(profile, only)
         i = [runner.run_name(r) for r in plan.runs].index(name)
         run = plan.runs[i]
@@ -377,11 +367,6 @@ class RunJob:
         return DelayedSubmission(self, *args, **kwargs)
 
 
-def _job_id_here() -> str:
-    """The id of the job this process runs in (SLURM's or submitit's local one), or ''."""
-    return os.environ.get("SLURM_JOB_ID") or os.environ.get("SUBMITIT_LOCAL_JOB_ID") or ""
-
-
 def job_file(profile: str, name: str, kind: str = "job") -> Path:
     """`_jobs/<notebook>__<slug>.json` (the job's id, written by the driver) or `.outcome.json`."""
     stem = name.replace("/", "__")
@@ -408,7 +393,21 @@ def slurm_alive(job_ids: list[str]) -> dict[str, bool]:
         parts = line.split()
         if len(parts) >= 2:
             states[parts[0]] = parts[1]
-    return {j: states.get(j) in SLURM_LIVE for j in ids}
+    # a state this list does not know (a newer SLURM) counts as live: never submit a run twice
+    return {j: j in states and (states[j] in SLURM_LIVE or states[j] not in SLURM_ENDED) for j in ids}
+
+
+def slurm_end_states(job_ids: list[str]) -> dict[str, str]:
+    """The last state of each ended job as sacct words it ('PREEMPTED', 'CANCELLED by 1234'); a
+    job missing from the answer (no accounting on this cluster, sacct away) is left out."""
+    ids = sorted(set(map(str, job_ids)))
+    try:
+        asked = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "JobIDRaw,State", "-j", ",".join(ids)],
+                               capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    rows = [line.strip().partition("|") for line in asked.stdout.splitlines()] if asked.returncode == 0 else []
+    return {job: state.strip() for job, _, state in rows if job in ids and state.strip()}  # last: last try
 
 
 def jobs_alive(infos: list[dict]) -> list[bool]:
@@ -418,9 +417,7 @@ def jobs_alive(infos: list[dict]) -> list[bool]:
 
 
 def job_alive(info: dict) -> bool:
-    """True when the job a job file names has not ended (asked of SLURM, or of this host)."""
-    if info.get("executor") == "slurm":
-        return slurm_alive([str(info["job_id"])])[str(info["job_id"])]
+    """True when the local job a job file names has not ended (SLURM's: jobs_alive)."""
     if info.get("host") != socket.gethostname():
         return True  # a local job of another host: we cannot tell; never submit it twice
     return str(info.get("job_id", "")).isdigit() and pid_alive(int(info["job_id"]))
@@ -441,7 +438,8 @@ def run_with_executor(plan: Plan, options: Options, force: bool = False, log=pri
     versions = {nb: runner.code_version(nb) for nb in {r.notebook for r in plan.runs}}
     threads = threads_per_run(options)
     free = slots_of(options, n)
-    state = _initial_state(plan, versions, force)
+    state = runner.initial_state(plan, versions, force)
+    again: dict[int, tuple[int, str]] = {}  # runs to submit again: (times so far, submitted key)
     for i in (i for i, s in enumerate(state) if s == "skipped"):
         log(f"[{i + 1}/{n}] skip {names[i]}: finished record exists")
         report.skipped.append(names[i])
@@ -468,7 +466,7 @@ def run_with_executor(plan: Plan, options: Options, force: bool = False, log=pri
             del flights[i]
             if flight.slot != EXTRA:
                 free.append(flight.slot)
-            state[i] = _settle(profile, names[i], flight, report, log, f"[{i + 1}/{n}]")
+            state[i] = _settle(profile, names[i], flight, report, log, f"[{i + 1}/{n}]", options, again)
         for i in [i for i, s in enumerate(state) if s == "pending"]:
             waits = plan.prerequisites(i)
             if any(state[j] in ("pending", "running") for j in waits):
@@ -494,7 +492,14 @@ def run_with_executor(plan: Plan, options: Options, force: bool = False, log=pri
             alone = plan.runs[i].alone and local
             if alone and flights:
                 continue  # it starts once the runs in flight have ended
-            flights[i] = _submit(executor, options, plan, i, free.pop(0), threads, force, only, log)
+            try:  # a QOS job limit, an option sbatch refuses: that run fails, the others go on
+                flights[i] = _submit(executor, options, plan, i, free[0], threads, force, only, log,
+                                     *again.get(i, (0, None)))
+            except SubmitRefused as exc:
+                state[i], report.failed[names[i]] = "failed", str(exc)
+                log(f"[{i + 1}/{n}] FAIL {names[i]}: {exc}")
+                continue
+            free.pop(0)
             state[i] = "running"
         if time.time() - last_beat >= runner.HEARTBEAT_S and flights:
             last_beat = time.time()
@@ -503,61 +508,39 @@ def run_with_executor(plan: Plan, options: Options, force: bool = False, log=pri
                 log(f"      ... {names[flight.index]}: {time.time() - flight.started:.0f} s"
                     + (f" | {last}" if last else ""))
         if flights:  # SLURM is asked about each job at most every 10 s
-            time.sleep(max(options.poll_s, 10.0) if options.executor == "slurm" else options.poll_s)
+            time.sleep(max(options.poll_s, SLURM_POLL_S) if options.executor == "slurm" else options.poll_s)
     return report
 
 
-def chain_times(plan: Plan, last: list[float | None]) -> list[float]:
-    """For each run, its expected seconds plus the longest chain of runs that wait on it.
-
-    Started in this order (critical path first), the runs a batch must do one after another
-    begin early: in smoke, A2's one minute gates A3's nine, and ordering by a run's own time
-    left A2 behind C2's seeds and A3 alone on one core at the end. A run never timed counts
-    as its timeout: an upper bound whose ratio to the real time differs between notebooks, so
-    a first batch (no records yet) is ordered roughly, later ones by measured times.
-    """
-    own = [t if t is not None else float(run.timeout) for t, run in zip(last, plan.runs)]
-    waiting: list[list[int]] = [[] for _ in plan.runs]
-    for j in range(len(plan.runs)):
-        for i in plan.prerequisites(j):
-            waiting[i].append(j)
-    chain = [0.0] * len(plan.runs)
-    for i in reversed(range(len(plan.runs))):  # a run waits only on runs above it
-        chain[i] = own[i] + max((chain[j] for j in waiting[i]), default=0.0)
-    return chain
-
-
-def _initial_state(plan: Plan, versions: dict[str, str], force: bool) -> list[str]:
-    """'pending' or 'skipped' for each run, from the records on disk (as the serial batch decides).
-
-    A summary is pending when any run it reads is pending: its key changes once they finish.
-    """
-    state: list[str] = []
-    for i, run in enumerate(plan.runs):
-        if force or (is_summary(run.notebook) and "pending" in (state[j] for j in plan.prerequisites(i))):
-            state.append("pending")
-        else:
-            finished = runner.has_record(plan.profile, run, runner.run_key(plan, i, versions))
-            state.append("skipped" if finished else "pending")
-    return state
-
-
 def _submit(executor, options: Options, plan: Plan, i: int, slot: str, threads: int, force: bool,
-            only: list[str] | None, log) -> Flight:
-    """Submit run i into a slot; write its job file (the driver's memory across restarts)."""
+            only: list[str] | None, log, resubmits: int = 0, key: str | None = None) -> Flight:
+    """Submit run i into a slot; write its job file (the driver's memory across restarts). A run
+    submitted again keeps its first submission's `key`. SLURM: one GPU for a `device: gpu` entry,
+    none for a `device: cpu` one, else --gpus-per-run."""
     name = runner.run_name(plan.runs[i])
     env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
            "MLMLIB_EXECUTOR": options.executor, "MLMLIB_SLOT": slot}
     if slot.startswith("gpu"):  # the job sees only its GPU
         executor.update_parameters(visible_gpus=(int(slot[3:]),), gpus_per_node=1)
+    gpus = {"gpu": 1, "cpu": 0}.get(plan.runs[i].device, options.gpus_per_run or 0)
+    if options.executor == "slurm":  # the executor's parameters hold for its later jobs too: reset
+        executor.parameters.pop("gpus_per_node", None)
+        executor.update_parameters(**({"gpus_per_node": gpus} if gpus else {}))
     job_file(plan.profile, name, "outcome").unlink(missing_ok=True)
-    key = runner.run_key(plan, i)  # frozen: every attempt of the job runs under this key or not at all
-    job = executor.submit(RunJob(), plan.profile, only, name, force, env, key)
+    key = key or runner.run_key(plan, i)  # frozen: every attempt runs under this key or not at all
+    try:
+        job = executor.submit(RunJob(), plan.profile, only, name, force, env, key)
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:  # sbatch's own message
+        said = "; ".join(ln.strip() for ln in str(exc).splitlines() if ln.strip()) or repr(exc)
+        raise SubmitRefused(f"not submitted, {options.executor} refused the job: {said} (a QOS or "
+                            "account limit: lower --max-parallel; then start the driver again)") from None
     info = {"executor": options.executor, "job_id": str(job.job_id), "host": socket.gethostname(),
-            "slot": slot, "threads": threads, "run": name, "key": key,
+            "slot": slot, "threads": threads, "run": name, "key": key, "resubmits": resubmits,
             "submitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     write_json(job_file(plan.profile, name), info)
-    log(f"[{i + 1}/{len(plan.runs)}] submit {name}: job {info['job_id']} on {slot}, {threads} thread(s)")
+    gpu = f", {gpus} GPU" if gpus and options.executor == "slurm" else ""
+    log(f"[{i + 1}/{len(plan.runs)}] submit {name}: job {info['job_id']} on {slot}, {threads} thread(s){gpu}"
+        + (f" (again, {resubmits} of at most {options.max_requeue})" if resubmits else ""))
     return Flight(i, job, slot, info)
 
 
@@ -570,14 +553,15 @@ def _read_json(path: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def _settle(profile: str, name: str, flight: Flight, report: runner.BatchReport, log, tag: str) -> str:
-    """Read what an ended job reported, put it in the report, remove its job files."""
+def _settle(profile: str, name: str, flight: Flight, report: runner.BatchReport, log, tag: str,
+            options: Options, again: dict[int, tuple[int, str]]) -> str:
+    """Read what an ended job reported, put it in the report, remove its job files; 'pending'
+    when a job the cluster stopped (preempted, cancelled, its node failed) is to be submitted again."""
     outcome = _read_json(job_file(profile, name, "outcome"))
-    if outcome is None:
-        log_hint = f"its log: {work_dir().name}/{profile}/_submitit/{flight.info['job_id']}/"
-        outcome = {"status": "failed", "seconds": time.time() - flight.started,
-                   "error": f"job {flight.info['job_id']} ended without reporting (killed or lost; {log_hint})"}
     job_file(profile, name).unlink(missing_ok=True)
+    if outcome is None and (outcome := _lost(profile, flight, options, again)) is None:
+        log(f"{tag} {name}: job {flight.info['job_id']} was stopped by the cluster; submitting it again")
+        return "pending"
     job_file(profile, name, "outcome").unlink(missing_ok=True)
     report.seconds[name] = float(outcome.get("seconds") or 0.0)
     if outcome["status"] == "failed":
@@ -591,5 +575,26 @@ def _settle(profile: str, name: str, flight: Flight, report: runner.BatchReport,
     report.done.append(name)
     log(f"{tag} done {name} in {report.seconds[name]:.1f}s ({flight.slot})")
     return "done"
+
+
+def _lost(profile: str, flight: Flight, options: Options, again: dict[int, tuple[int, str]]) -> dict | None:
+    """The outcome of a job that ended silently, with its state from sacct; None: submit it again."""
+    job_id = flight.info["job_id"]
+    state = slurm_end_states([job_id]).get(job_id) if options.executor == "slurm" else None
+    word, _, by = (state or "").partition(" by ")
+    done = int(flight.info.get("resubmits") or 0)
+    if state is None:
+        error = f"job {job_id} ended without reporting (killed or lost)"
+    elif word == "CANCELLED" and by.strip() == str(os.getuid()):
+        error = f"job {job_id} was cancelled by you ({state}); not submitted again"
+    elif word in SLURM_RESUBMIT and done < options.max_requeue:
+        again[flight.index] = (done + 1, flight.info.get("key") or "")
+        return None
+    else:  # the run's own end (out of memory, its time limit past the requeues) or too many tries
+        error = f"job {job_id} ended {state} without reporting" + (
+            f", submitted {done} time(s) again already (--max-requeue {options.max_requeue})"
+            if word in SLURM_RESUBMIT else "")
+    return {"status": "failed", "seconds": time.time() - flight.started,
+            "error": f"{error}; its log: {work_dir().name}/{profile}/_submitit/{job_id}/"}
 
 

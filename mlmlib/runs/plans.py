@@ -22,7 +22,9 @@ import yaml
 from mlmlib import configs
 from mlmlib.paths import project_root
 
-ENTRY_KEYS = {"notebook", "chapter", "title", "timeout", "grid", "params", "needs", "alone", "gpu_hours"}
+ENTRY_KEYS = {"notebook", "chapter", "title", "timeout", "grid", "params", "needs", "alone", "gpu_hours",
+              "device"}
+DEVICES = ("cpu", "gpu")  # what an entry's `device:` may say
 RESERVED = {"run_dir"}  # set by the runner, never by a plan
 DEFAULT_TIMEOUT = 1800
 
@@ -44,6 +46,10 @@ class Run:
     needs: tuple[str, ...] = ()  # notebooks whose runs must have finished first (their artifacts)
     alone: bool = False  # it measures time: the local executor runs nothing beside it
     gpu_hours: float | None = None  # the plan's estimate for this run (mlmlib.runs.budget)
+    # `device: gpu`: it trains on a GPU, so it refuses to start where CUDA is absent and a SLURM
+    # job asks for one GPU; `cpu`: it needs none and a SLURM job asks for none; None (left out):
+    # cpu for the check, and SLURM's GPUs are what --gpus-per-run says
+    device: str | None = None
 
     @property
     def slug(self) -> str:
@@ -86,6 +92,26 @@ class Plan:
         if is_summary(run.notebook) and not run.needs:
             return list(range(i))
         return [j for j in range(i) if self.runs[j].notebook in run.needs]
+
+
+def chain_times(plan: Plan, last: list[float | None]) -> list[float]:
+    """For each run, its expected seconds plus the longest chain of runs that wait on it.
+
+    Started in this order (critical path first), the runs a batch must do one after another
+    begin early: in smoke, A2's one minute gates A3's nine, and ordering by a run's own time
+    left A2 behind C2's seeds and A3 alone on one core at the end. A run never timed counts
+    as its timeout: an upper bound whose ratio to the real time differs between notebooks, so
+    a first batch (no records yet) is ordered roughly, later ones by measured times.
+    """
+    own = [t if t is not None else float(run.timeout) for t, run in zip(last, plan.runs)]
+    waiting: list[list[int]] = [[] for _ in plan.runs]
+    for j in range(len(plan.runs)):
+        for i in plan.prerequisites(j):
+            waiting[i].append(j)
+    chain = [0.0] * len(plan.runs)
+    for i in reversed(range(len(plan.runs))):  # a run waits only on runs above it
+        chain[i] = own[i] + max((chain[j] for j in waiting[i]), default=0.0)
+    return chain
 
 
 def plans_dir() -> Path:
@@ -251,6 +277,7 @@ def rehearsal_data(data: dict, profile: str) -> dict:
         entry["params"], entry["grid"] = params, grid
         if "timeout" in sizes:
             entry["timeout"] = sizes["timeout"]
+        entry.pop("device", None)  # a rehearsal runs anywhere, CPU included: no CUDA check
         entries.append(entry)
     return {**data, "description": f"rehearsal of {data.get('description', '')}".strip(),
             "notebooks": entries}
@@ -325,6 +352,10 @@ def _expand(entry: dict, where: str) -> list[Run]:
     if gpu_hours is not None and (not _is_number(gpu_hours) or not 0 < gpu_hours < float("inf")):
         raise PlanError(f"{where}: gpu_hours must be a positive number (the estimated GPU-hours of "
                         f"each run of the entry), got {gpu_hours!r}")
+    device = entry.get("device")
+    if device is not None and device not in DEVICES:
+        raise PlanError(f"{where}: device must be one of {list(DEVICES)} (gpu: it trains on a GPU and "
+                        f"refuses to start without CUDA; cpu: it needs none), got {device!r}")
     runs = []
     for values in itertools.product(*grid.values()):
         params = {**fixed, **dict(zip(grid, values))}
@@ -332,7 +363,7 @@ def _expand(entry: dict, where: str) -> list[Run]:
             notebook=name, params=params, grid_keys=tuple(grid), timeout=timeout,
             chapter=str(entry.get("chapter", "")), title=str(entry.get("title", name)),
             needs=tuple(entry.get("needs", [])), alone=entry.get("alone", False),
-            gpu_hours=None if gpu_hours is None else float(gpu_hours),
+            gpu_hours=None if gpu_hours is None else float(gpu_hours), device=device,
         ))
     return runs
 

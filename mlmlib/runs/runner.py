@@ -190,6 +190,21 @@ def run_plan(plan: Plan, force: bool = False, log=print) -> BatchReport:
     return report
 
 
+def initial_state(plan: Plan, versions: dict[str, str], force: bool) -> list[str]:
+    """'pending' or 'skipped' for each run, from the records on disk (as the serial batch decides).
+
+    A summary is pending when any run it reads is pending: its key changes once they finish.
+    """
+    state: list[str] = []
+    for i, run in enumerate(plan.runs):
+        if force or (is_summary(run.notebook) and "pending" in (state[j] for j in plan.prerequisites(i))):
+            state.append("pending")
+        else:
+            finished = has_record(plan.profile, run, run_key(plan, i, versions))
+            state.append("skipped" if finished else "pending")
+    return state
+
+
 def run_name(run: Run) -> str:
     """'notebook/slug': how logs, reports and job files name a run."""
     return f"{run.notebook}/{run.slug}"
@@ -222,6 +237,9 @@ def execute_run(profile: str, run: Run, key: str, version: str, log=print) -> tu
     # would otherwise land in the rendered page as widget or carriage-return noise.
     os.environ.setdefault("TQDM_DISABLE", "1")
     start = time.time()
+    refused = device_refusal(profile, run)
+    if refused is not None:  # before the notebook loads any data
+        return time.time() - start, refused
     try:
         _execute(profile, run, key, version, log)
     except Exception as exc:  # noqa: BLE001 - any failure is reported, the batch goes on
@@ -229,6 +247,41 @@ def execute_run(profile: str, run: Run, key: str, version: str, log=print) -> tu
         lines = message.strip().splitlines() or [repr(exc)]
         return time.time() - start, lines[0] if hasattr(exc, "ename") else lines[-1]
     return time.time() - start, None
+
+
+def device_refusal(profile: str, run: Run) -> str | None:
+    """Why a `device: gpu` run must not start here (no CUDA), or None: a forgotten GPU flag must
+    not train a paper run on a CPU for days. A rehearsal's entries declare no device."""
+    if run.device != "gpu":
+        return None
+    found, seen = cuda_available()
+    if found:
+        return None
+    return (f"{run_name(run)}: its entry in notebooks/plans/{profile}.yaml sets `device: gpu`, and "
+            f"CUDA is not available here ({seen}); nothing ran. Run it where a GPU is: a GPU "
+            "machine, `--executor local --gpus 0`, or `--executor slurm` (its job asks for a GPU); "
+            f"or rehearse the plan at tiny size on CPU: python -m mlmlib run --profile {profile} --rehearse")
+
+
+@cache
+def cuda_available() -> tuple[bool, str]:
+    """(whether torch sees a CUDA device here, what it saw), asked of torch in a subprocess: the
+    runs package imports no torch (a job told to stop while torch is half-imported did not exit
+    in time, #15). CUDA_VISIBLE_DEVICES is the job's own."""
+    code = "import torch; print(torch.cuda.is_available(), torch.cuda.device_count(), torch.version.cuda)"
+    try:
+        asked = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               timeout=300, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"asking torch failed: {exc}"
+    words = asked.stdout.split()
+    if asked.returncode != 0 or len(words) < 3:
+        return False, f"torch failed: {(asked.stderr.strip().splitlines() or ['?'])[-1]}"
+    if words[-3] == "True":
+        return True, f"{words[-2]} CUDA device(s)"
+    seen = "torch is built without CUDA" if words[-1] == "None" else f"torch (CUDA {words[-1]}) sees no GPU"
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return False, seen + (f", CUDA_VISIBLE_DEVICES={visible!r}" if visible is not None else "")
 
 
 def last_wall_time(plan: Plan, run: Run) -> float | None:
