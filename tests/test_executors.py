@@ -202,8 +202,10 @@ def test_a_requeued_job_resumes_and_leaves_one_record(project):
     (project / "notebooks" / "plans" / "r.yaml").write_text(
         "notebooks:\n  - notebook: work\n    grid: {x: [1]}\n    params: {sleep: 0.5, steps: 18}\n")
     # 9 s of steps, told to stop after 9 s of an 11 s limit: a job also starts Python, papermill
-    # and a kernel (3-5 s here); the 2 s left are for its exit (submitit kills it after those)
-    options = Options(executor="local", time_min=11 / 60, signal_delay_s=2, max_requeue=4, poll_s=0.2)
+    # and a kernel (3-5 s here, more on a loaded machine); the 2 s left are for its exit (submitit
+    # kills it after those). Each attempt resumes where the last one checkpointed, so a slow start
+    # costs an attempt, not the test: eight requeues leave room for several slow starts.
+    options = Options(executor="local", time_min=11 / 60, signal_delay_s=2, max_requeue=8, poll_s=0.2)
     report = run_with_executor(load_plan("r"), options, log=print)
     assert report.ok, report
     attempts = _trace(project)
