@@ -559,13 +559,3 @@ def scorecard(downstream: pd.DataFrame, overhead: pd.DataFrame, delta: float = D
                               verdicts.NOT_MEASURED, B2_UNIT, **cost))
     return rows
 
-
-CONTROL_TABLE_COLUMNS = ["claim", "kind", "name", "measured", "low", "high", "n", "unit", "judged_on",
-                         "op", "threshold", "source", "status"]
-
-
-def controls_table(scorecard: list[dict]) -> pd.DataFrame:
-    """One row per control of each scorecard row: its interval over its unit, the end it is
-    judged on, the threshold and its status (passed, failed, not measured)."""
-    return pd.DataFrame([{"claim": r["claim"], **c} for r in scorecard for c in r["controls"]],
-                        columns=CONTROL_TABLE_COLUMNS)
