@@ -174,6 +174,8 @@ def test_bad_corpora_and_language_seed_stop(kwargs, match, monkeypatch):
 @pytest.mark.parametrize("field, value, match", [
     ("missing_share", 1.0, "missing_share must be in"), ("hidden", 15, "divisible"),
     ("corpus_size", 4, "corpus_size"), ("steps", 0, "steps must be"),
+    ("temperature", 0.0, "temperature must be a number > 0"),
+    ("temperature", -1, "temperature must be a number > 0"),
 ])
 def test_the_setup_group_checks_its_fields(field, value, match):
     with pytest.raises(ValueError, match=match):
@@ -368,10 +370,10 @@ def test_majority_baselines_regenerate_the_runs_test_sets():
     record = {"info": {"language_seed": 0, "pretrain_seed": 0},
               "setup": {k: TINY[k] for k in ("n_sets", "n_states", "n_patterns", "pattern_length",
                                               "pattern_set_size")},
-              "finetune": TINY_FT}
+              "finetune": {**TINY_FT, "balanced": False}}  # balanced sets: 0.5 everywhere
     (row,) = sc.majority_baselines(pd.DataFrame([record])).to_dict("records")
     lang = syn.make_language(syn.LanguageConfig(**record["setup"], seed=0))
-    sets = tb.labelled_sets(lang, SyntheticFinetune(**TINY_FT), 0)
+    sets = tb.labelled_sets(lang, SyntheticFinetune(**TINY_FT, balanced=False), 0)
     labels = sets["B-D1"]["labels"].numpy()
     assert row["b_d1"] == pytest.approx(max(labels.mean(), 1 - labels.mean()))
     assert 0.5 <= row["a_d1"] <= 1 and row["language_seed"] == 0
@@ -382,4 +384,4 @@ def test_the_dose_lists_the_departures_from_the_paper_recipe():
     paper = [{"setup": {"temperature": 1.0, "lr": 0.002}, "corpus_arms": {}}]
     gone = claims.departures(ours, paper, sc.DEPARTURES)
     assert list(gone) == ["setup.temperature 1.5 (paper profile: 1.0)"]
-    assert "two of the three languages" in gone["setup.temperature 1.5 (paper profile: 1.0)"]
+    assert "share of false negatives" in gone["setup.temperature 1.5 (paper profile: 1.0)"]

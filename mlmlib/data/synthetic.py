@@ -162,6 +162,55 @@ def labelled_set(
     return to_alphabet(ids, alphabet, lang.config.n_sets), label(ids, lang.patterns)
 
 
+# Balanced sets draw in chunks of this many times the requested size, for at most this many
+# chunks: enough for a class as rare as about 1 in 100 (ours; then the error below).
+BALANCE_CHUNK = 4
+BALANCE_MAX_CHUNKS = 25
+
+
+def balanced_labelled_set(
+    lang: Language, test_set: str, n: int, length: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """`labelled_set` with each class half of the n sequences (class 1 gets the odd one).
+
+    Sequences are drawn from the same chain with the same label function, in chunks from one
+    generator seeded by `seed`, and kept in draw order until each class has its half: a
+    rejection draw, so every kept sequence has the label the unbalanced generator gives it (the
+    first chunk is exactly `labelled_set(lang, test_set, BALANCE_CHUNK * n, length, seed)`).
+    A class the patterns rarely produce stops with an error naming the pattern settings.
+    """
+    if test_set not in TEST_SETS:
+        raise ValueError(f"test set must be one of {TEST_SETS}, got {test_set!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise ValueError(f"a balanced set needs n >= 2 sequences, got {n!r}")
+    alphabet, chain = test_set.split("-")
+    rng = np.random.default_rng(seed)
+    need = {0: n // 2, 1: n - n // 2}
+    kept_ids, kept_labels, drawn = [], [], 0
+    for _ in range(BALANCE_MAX_CHUNKS):
+        ids = lang.chains[chain].sample(BALANCE_CHUNK * n, length, lang.config.p_next, rng)
+        labels = label(ids, lang.patterns)
+        drawn += len(ids)
+        take = np.zeros(len(ids), dtype=bool)
+        for cls in (0, 1):
+            rows = np.flatnonzero(labels == cls)[: need[cls]]
+            take[rows] = True
+            need[cls] -= len(rows)
+        kept_ids.append(ids[take])
+        kept_labels.append(labels[take])
+        if not any(need.values()):
+            return (to_alphabet(np.concatenate(kept_ids), alphabet, lang.config.n_sets),
+                    np.concatenate(kept_labels))
+    cfg = lang.config
+    short = {cls: k for cls, k in need.items() if k}
+    raise ValueError(
+        f"{test_set}: {drawn} sequences of length {length} drawn and class(es) {sorted(short)} still "
+        f"lack {sorted(short.values())} of the {n // 2} needed: the patterns (n_patterns="
+        f"{cfg.n_patterns}, pattern_length={cfg.pattern_length}, pattern_set_size="
+        f"{cfg.pattern_set_size}) rarely give that label at this length; change them or the "
+        "length, or ask for fewer examples")
+
+
 def context_vectors(tokens: np.ndarray, vocab_size: int, window: int = 1) -> np.ndarray:
     """Count, for each token, the tokens within `window` positions of it: (vocab, vocab)."""
     counts = np.zeros((vocab_size, vocab_size), dtype=np.float64)

@@ -270,6 +270,9 @@ def synthetic_run_tables(run) -> None:
     cost = pd.DataFrame(run.arms).set_index(["corpus", "arm"])["step_ms"]
     shown = [c for c in SYNTHETIC_COLUMNS if c in probe and c not in down]
     display(probe[shown].join(cost).rename(columns=SYNTHETIC_COLUMNS).round(3))
+    if run.curve:  # the fine-tuning curve: A-D1 accuracy by training size, every arm and scratch
+        curve = pd.DataFrame(run.curve)
+        display(curve.pivot_table(index="train_size", columns=["corpus", "arm"], values="a_d1").round(3))
 
 
 def synthetic_findings(run, last_windows: int = 2) -> None:

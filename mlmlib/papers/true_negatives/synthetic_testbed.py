@@ -37,6 +37,7 @@ from mlmlib.papers.true_negatives.config import Correction
 from mlmlib.papers.true_negatives.lookup_tables import Tables
 from mlmlib.papers.true_negatives.synthetic_config import (
     OWN_SEED,
+    PILOT_LANGUAGES,
     SCORED_SETS,
     SPECIALS,
     TABLES,
@@ -170,6 +171,24 @@ def arms_by_corpus(arms: Sequence[SyntheticArm], corpora: Sequence[str],
     return out
 
 
+def arms_of_run(arms: Sequence[str], extra_arms: Sequence[str], extra_seeds: Sequence[int],
+                seed: int) -> list[str]:
+    """The arms a run pretrains: `arms` on every run, and `extra_arms` too on the runs whose seed
+    is in `extra_seeds` (the arms that carry no claim of their own run on fewer languages)."""
+    for name, value in (("extra_arms", extra_arms), ("extra_seeds", extra_seeds)):
+        if isinstance(value, str) or not isinstance(value, (list, tuple)):
+            raise ValueError(f"parameter {name} must be a list, got {value!r}")
+    if any(isinstance(s, bool) or not isinstance(s, int) for s in extra_seeds):
+        raise ValueError(f"parameter extra_seeds must list int seeds, got {list(extra_seeds)!r}")
+    if bool(extra_arms) != bool(extra_seeds):
+        raise ValueError("parameters extra_arms and extra_seeds go together: give both or neither, "
+                         f"got extra_arms={list(extra_arms)!r}, extra_seeds={list(extra_seeds)!r}")
+    twice = sorted(set(arms) & set(extra_arms))
+    if twice:
+        raise ValueError(f"parameter extra_arms repeats arms of parameter arms: {twice}")
+    return [*arms, *extra_arms] if seed in extra_seeds else list(arms)
+
+
 def check_corpora(corpora: Sequence[str]) -> list[str]:
     """The page's `corpora`: a non-empty list from the data layer's corpora, each once."""
     if isinstance(corpora, str) or not len(corpora) or len(set(corpora)) != len(corpora):
@@ -180,14 +199,21 @@ def check_corpora(corpora: Sequence[str]) -> list[str]:
     return list(corpora)
 
 
-def language_of(seed: int, language_seed: int) -> int:
-    """The language a run draws: `language_seed`, or the page's own `seed` for OWN_SEED (-1)."""
+def language_of(seed: int, language_seed: int, recording: bool = False) -> int:
+    """The language a run draws: `language_seed`, or the page's own `seed` for OWN_SEED (-1).
+    A recorded run (`recording`) may not draw a language of the pilot (PILOT_LANGUAGES)."""
     if language_seed == OWN_SEED:
-        return seed
-    if isinstance(language_seed, bool) or not isinstance(language_seed, int) or language_seed < 0:
+        language, name = seed, "seed"
+    elif isinstance(language_seed, bool) or not isinstance(language_seed, int) or language_seed < 0:
         raise ValueError(f"parameter language_seed must be an int >= 0 or {OWN_SEED} (the page's "
                          f"seed), got {language_seed!r}")
-    return language_seed
+    else:
+        language, name = language_seed, "language_seed"
+    if recording and language in PILOT_LANGUAGES:
+        raise ValueError(f"parameter {name}: language {language} was drawn by the pilot "
+                         f"{PILOT_LANGUAGES}; a recorded run must use another, so that no setting is "
+                         "chosen on the data it is judged on")
+    return language
 
 
 # ---------------------------------------------------------------- measurements
@@ -213,8 +239,6 @@ def probe_discriminator(pair: ElectraPair, data: dict, table: neg.PairLookup, *,
     """The pretrained pair on held-out sequences, masked as in training: the discriminator's
     P(replaced) on false negatives and on true replacements, the AUC that separates them, its
     accuracy on each (against ELECTRA's label 'replaced'), and the generator's rates."""
-    from sklearn.metrics import roc_auc_score
-
     pair.eval()
     ids, attention = data["input_ids"], data["attention_mask"]
     gen = torch.Generator().manual_seed(seed)
@@ -226,7 +250,17 @@ def probe_discriminator(pair: ElectraPair, data: dict, table: neg.PairLookup, *,
     targets = ids[masked]
     disc_input = ids.masked_scatter(masked, samples)
     p = torch.sigmoid(pair.discriminator(input_ids=disc_input, attention_mask=attention).logits)[masked]
-    fn = neg.false_negatives(targets, samples, table)
+    return probe_measures(p, targets, samples, neg.false_negatives(targets, samples, table))
+
+
+def probe_measures(p: torch.Tensor, targets: torch.Tensor, samples: torch.Tensor,
+                   fn: torch.Tensor) -> dict:
+    """The probe's measures from the discriminator's P(replaced) `p` at the masked positions, the
+    originals, the generator's samples and the false-negative indicator (all (N,)). A position
+    is flagged when p > 0.5; a true replacement is a sample that is neither the original nor a
+    false negative. NaN where a kind has no position."""
+    from sklearn.metrics import roc_auc_score
+
     true = (samples != targets) & ~fn
     nan = float("nan")
     both = bool(fn.any()) and bool(true.any())
@@ -257,12 +291,17 @@ def synonym_cosine(model: torch.nn.Module, n_sets: int, seed: int) -> dict:
 
 
 def labelled_sets(lang: syn.Language, ft: SyntheticFinetune, seed: int) -> dict[str, dict]:
-    """A-D1 train and validation, and every scored test set, encoded (seeded by `seed`)."""
+    """A-D1 train and validation, and every scored test set, encoded (seeded by `seed`); each
+    half of each class when `ft.balanced` (syn.balanced_labelled_set)."""
     base = 10_000 * (seed + 1)
+    draw = syn.balanced_labelled_set if ft.balanced else syn.labelled_set
     sets = {}
     for i, (name, source, n) in enumerate([("train", "A-D1", ft.train_size), ("validation", "A-D1", ft.valid_size),
                                            *((s, s, ft.test_size) for s in SCORED_SETS)]):
-        tokens, labels = syn.labelled_set(lang, source, n, ft.length, seed=base + i)
+        try:
+            tokens, labels = draw(lang, source, n, ft.length, seed=base + i)
+        except ValueError as err:
+            raise ValueError(f"parameter finetune ({name} set, {n} examples): {err}") from err
         sets[name] = encode(tokens, labels)
     return sets
 
@@ -301,6 +340,7 @@ class SeedRun:
     intrinsic: list[dict]
     arms: list[dict]
     info: dict
+    curve: list[dict] = dataclasses.field(default_factory=list)  # per train size (curve_sizes)
 
     def metrics(self) -> dict:
         """The record's metrics (JSON-able)."""
@@ -343,9 +383,11 @@ def run_seed(setup: SyntheticSetup, ft: SyntheticFinetune, arms: Sequence[str], 
                                                             correction, corpus_arms)
     size = model_size(setup, ft.length)
     sets = labelled_sets(lang, ft, language_seed)
+    curve_sets = {n: {**sets, "train": labelled_sets(lang, dataclasses.replace(ft, train_size=n),
+                                                     language_seed)["train"]} for n in ft.curve_sizes}
     vocab = vocabulary(setup.n_sets)
     common = {"pretrain_seed": seed, "language_seed": language_seed}
-    training, downstream, intrinsic, arm_rows = [], [], [], []
+    training, downstream, intrinsic, arm_rows, curve = [], [], [], [], []
     for corpus in corpora:
         for arm in arm_list[corpus]:
             start = time.perf_counter()
@@ -363,6 +405,8 @@ def run_seed(setup: SyntheticSetup, ft: SyntheticFinetune, arms: Sequence[str], 
                                             temperature=setup.temperature)
             intrinsic.append({**who, **probe, **synonym_cosine(result.model, setup.n_sets, seed)})
             downstream.append({**who, **finetune_scores(result.model, size, sets, ft, seed)})
+            curve += [{**who, "train_size": n, **finetune_scores(result.model, size, s, ft, seed)}
+                      for n, s in curve_sets.items()]
             if log:
                 last = result.history[-1]
                 log(f"{corpus} {arm.name}: {result.step_ms:.0f} ms/step, false negatives "
@@ -371,7 +415,9 @@ def run_seed(setup: SyntheticSetup, ft: SyntheticFinetune, arms: Sequence[str], 
     scratch = {"arm": "scratch", "objective": "scratch", "method": "none", "table": "", "corpus": "",
                **common}
     downstream.append({**scratch, **finetune_scores(None, size, sets, ft, seed)})
+    curve += [{**scratch, "train_size": n, **finetune_scores(None, size, s, ft, seed)}
+              for n, s in curve_sets.items()]
     info = {"vocab_size": setup.vocab_size, "exact_pairs": len(tables["exact"]) // 2,
             "imperfect_pairs": len(tables["imperfect"]) // 2,
             "tokens_per_arm": setup.steps * setup.batch_size * (setup.corpus_length + 1), **common}
-    return SeedRun(training, downstream, intrinsic, arm_rows, info)
+    return SeedRun(training, downstream, intrinsic, arm_rows, info, curve)
