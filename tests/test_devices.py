@@ -8,22 +8,14 @@ import os
 import stat
 import subprocess
 import sys
-from pathlib import Path
 
-import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_notebook
+import toy_project
 
-from mlmlib.runs import cli, executors, plans, runner
+from mlmlib.runs import cli, executors, runner
 from mlmlib.runs.executors import Options, check_options
 from mlmlib.runs.plans import PlanError, load_plan
 
-BODY = """
-from pathlib import Path
-from mlmlib.runs import records
-Path(trace).open("a").write(f"{x}\\n")
-records.save_metrics(run_dir, {"x": x})
-"""
 PLAN = """
 notebooks:
   - notebook: toy
@@ -44,21 +36,7 @@ NO_CUDA = (False, "torch is built without CUDA")
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     """A throwaway project: one toy notebook that logs each run to `trace`, and plan p."""
-    (tmp_path / "notebooks" / "plans").mkdir(parents=True)
-    (tmp_path / "_config.yml").write_text("title: test\n")
-    nb = new_notebook(cells=[new_code_cell(f'x = 0\ntrace = "{tmp_path / "trace.txt"}"\nrun_dir = ""',
-                                           metadata={"tags": ["parameters"]}), new_code_cell(BODY)])
-    nb.metadata["kernelspec"] = {"name": "mlmlib", "display_name": "mlmlib", "language": "python"}
-    nbformat.write(nb, tmp_path / "notebooks" / "toy.ipynb")
-    (tmp_path / "notebooks" / "plans" / "p.yaml").write_text(PLAN)
-    monkeypatch.setenv("MLMLIB_ROOT", str(tmp_path))
-    plans.notebook_parameters.cache_clear()
-    return tmp_path
-
-
-def _ran(root: Path) -> list[str]:
-    trace = root / "trace.txt"
-    return trace.read_text().split() if trace.exists() else []
+    return toy_project.make(tmp_path, monkeypatch, PLAN)
 
 
 def test_an_entry_declares_its_device(project):
@@ -76,7 +54,7 @@ def test_a_gpu_run_without_cuda_fails_before_its_notebook_runs_and_the_others_go
     for part in ("toy/x-1", "notebooks/plans/p.yaml", "`device: gpu`", "CUDA is not available here",
                  "torch is built without CUDA", "nothing ran", "--rehearse", "--gpus"):
         assert part in error, error
-    assert _ran(project) == ["2", "3"]  # the GPU run's notebook never started
+    assert toy_project.ran(project) == ["2", "3"]  # the GPU run's notebook never started
     assert not (project / ".work" / "p" / "toy" / "x-1").exists()  # nor its work folder
 
 
@@ -85,7 +63,7 @@ def test_a_gpu_run_with_cuda_runs(project, monkeypatch):
     plan = load_plan("p", ["toy"])
     assert runner.device_refusal("p", plan.runs[0]) is None
     _, error = runner.execute_run("p", plan.runs[0], runner.run_key(plan, 0), "v", log=lambda *_: None)
-    assert error is None and _ran(project) == ["1"]
+    assert error is None and toy_project.ran(project) == ["1"]
 
 
 def test_cuda_is_asked_of_torch_in_a_subprocess(monkeypatch):

@@ -67,6 +67,22 @@ def plan_budget(plan: Plan) -> list[ChapterBudget]:
     return list(by.values())
 
 
+def entry_lines(plan: Plan) -> list[str]:
+    """The dry run's per-entry lines: each notebook's runs, its estimate per run (training with
+    its fine-tuning and evaluation, as the entry's comment derives it) and in all."""
+    by: dict[tuple[str, float | None], int] = {}
+    for run in plan.runs:
+        key = (run.notebook, run.gpu_hours)
+        by[key] = by.get(key, 0) + 1
+    if not any(hours for _, hours in by):
+        return []
+    lines = ["GPU-hours per entry (estimate per run, including its fine-tuning and evaluation):"]
+    for (notebook, hours), n in by.items():
+        per = "no estimate" if hours is None else f"{hours:7.2f} GPU-h/run  {n * hours:8.2f} GPU-h"
+        lines.append(f"  {notebook:34s} {n:4d} runs  {per}")
+    return lines
+
+
 def budget_lines(plan: Plan) -> list[str]:
     """The dry run's lines: estimated GPU-hours per paper and in all, beside the timeouts' sum."""
     rows = plan_budget(plan)

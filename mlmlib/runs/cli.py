@@ -140,12 +140,13 @@ def _run(args, prepare_rehearsal=None) -> int:
         return 2
     print(f"profile {plan.profile} ({plan.path.name}): {len(plan.runs)} runs")
     if args.dry_run:
-        from mlmlib.runs.budget import budget_lines
+        from mlmlib.runs.budget import budget_lines, entry_lines
+        from mlmlib.runs.disk import disk_lines
 
         for run in plan.runs:
             device = f" [{run.device}]" if run.device else ""  # `device: gpu` needs CUDA to start
             print(f"  {run.notebook}/{run.slug}{device}: {json.dumps(run.params)}")
-        for line in budget_lines(plan):
+        for line in [*entry_lines(plan), *budget_lines(plan), *disk_lines(plan.runs)]:
             print(line)
         return 0
     if rehearsed_profile(plan.profile):

@@ -23,7 +23,7 @@ from mlmlib import configs
 from mlmlib.paths import project_root
 
 ENTRY_KEYS = {"notebook", "chapter", "title", "timeout", "grid", "params", "needs", "alone", "gpu_hours",
-              "device"}
+              "device", "disk_gb"}
 DEVICES = ("cpu", "gpu")  # what an entry's `device:` may say
 RESERVED = {"run_dir"}  # set by the runner, never by a plan
 DEFAULT_TIMEOUT = 1800
@@ -50,6 +50,9 @@ class Run:
     # job asks for one GPU; `cpu`: it needs none and a SLURM job asks for none; None (left out):
     # cpu for the check, and SLURM's GPUs are what --gpus-per-run says
     device: str | None = None
+    # the disk space (GB) one run writes at its peak, checkpoints and cached artifacts: a run
+    # refuses to start on a work folder with less free (mlmlib.runs.disk); None: not checked
+    disk_gb: float | None = None
 
     @property
     def slug(self) -> str:
@@ -278,6 +281,7 @@ def rehearsal_data(data: dict, profile: str) -> dict:
         if "timeout" in sizes:
             entry["timeout"] = sizes["timeout"]
         entry.pop("device", None)  # a rehearsal runs anywhere, CPU included: no CUDA check
+        entry.pop("disk_gb", None)  # and writes tiny checkpoints: no paper-size disk check
         entries.append(entry)
     return {**data, "description": f"rehearsal of {data.get('description', '')}".strip(),
             "notebooks": entries}
@@ -352,6 +356,10 @@ def _expand(entry: dict, where: str) -> list[Run]:
     if gpu_hours is not None and (not _is_number(gpu_hours) or not 0 < gpu_hours < float("inf")):
         raise PlanError(f"{where}: gpu_hours must be a positive number (the estimated GPU-hours of "
                         f"each run of the entry), got {gpu_hours!r}")
+    disk_gb = entry.get("disk_gb")
+    if disk_gb is not None and (not _is_number(disk_gb) or not 0 < disk_gb < float("inf")):
+        raise PlanError(f"{where}: disk_gb must be a positive number (the GB one run of the entry "
+                        f"writes at its peak), got {disk_gb!r}")
     device = entry.get("device")
     if device is not None and device not in DEVICES:
         raise PlanError(f"{where}: device must be one of {list(DEVICES)} (gpu: it trains on a GPU and "
@@ -364,6 +372,7 @@ def _expand(entry: dict, where: str) -> list[Run]:
             chapter=str(entry.get("chapter", "")), title=str(entry.get("title", name)),
             needs=tuple(entry.get("needs", [])), alone=entry.get("alone", False),
             gpu_hours=None if gpu_hours is None else float(gpu_hours), device=device,
+            disk_gb=None if disk_gb is None else float(disk_gb),
         ))
     return runs
 

@@ -27,7 +27,7 @@ from traitlets.config import Config
 from mlmlib.atomic import remove_dead_temps, temp_name, without_nan, write_json
 from mlmlib.code_digest import notebook_modules, notebook_version, paper_of
 from mlmlib.paths import project_root, runs_dir, work_dir
-from mlmlib.runs import records
+from mlmlib.runs import disk, records
 from mlmlib.runs.plans import Plan, Run, full_params, is_summary, load_plan, notebooks_dir
 from mlmlib.runs.records import record_paths
 
@@ -237,7 +237,7 @@ def execute_run(profile: str, run: Run, key: str, version: str, log=print) -> tu
     # would otherwise land in the rendered page as widget or carriage-return noise.
     os.environ.setdefault("TQDM_DISABLE", "1")
     start = time.time()
-    refused = device_refusal(profile, run)
+    refused = device_refusal(profile, run) or disk.space_refusal(profile, run)
     if refused is not None:  # before the notebook loads any data
         return time.time() - start, refused
     try:
