@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import pandas as pd
 import torch
@@ -41,13 +42,12 @@ def run(language: int, out: str) -> None:
     setup = configs.build(SyntheticSetup, SETUP, "setup")
     ft = configs.build(SyntheticFinetune, FINETUNE, "finetune")
     result = testbed.run_seed(setup, ft, ARMS, ["mix"], seed=language)
-    with open(out, "w") as f:
-        json.dump(result.metrics(), f)
+    Path(out).write_text(json.dumps(result.metrics()))
 
 
 def summarise(paths: list[str]) -> None:
     """Per-language paired differences and their interval over the pilot languages."""
-    runs = [json.load(open(p)) for p in paths]
+    runs = [json.loads(Path(p).read_text()) for p in paths]
     probe = pd.DataFrame([r for run in runs for r in run["intrinsic"]])
     flag = probe.pivot_table(index="language_seed", columns="arm", values="acc_true_replaced")
     print("flagging of true replacements (probe):\n", flag.round(3))

@@ -128,6 +128,6 @@ def test_the_summary_leads_its_scorecard_with_the_mechanism():
     summary = ss.summarise(frame, [], majority=majority)
     card = check_card(summary.scorecard)
     assert card[0]["claim"].startswith("A correction restores the flagging")
-    assert set(summary.curve["train_size"]) == {50, "claims' size"}
+    assert set(summary.curve["train_size"]) == {"50", "the claims'"}
     assert summary.languages.set_index(["corpus", "arm"]).loc[("mix", "electra/shield"), "languages"] == 4
     assert {"mechanism", "benefit", "curve", "languages"} <= set(summary.saved())

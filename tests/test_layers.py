@@ -17,12 +17,13 @@ from mlmlib.paths import PACKAGE_DIR
 from mlmlib.runs import runner
 
 # What the runs package may import from the library: orchestration helpers, the verdict rules,
-# sanity floors, figure and table helpers (to show them in the book: the scorecard's forest
-# plots; plots imports no torch) and the parameter groups' checks (configs; the group
-# dataclasses it loads by name are torch-free), nothing that trains and nothing of the hub.
+# sanity floors, the page-number registry, figure and table helpers (to show them in the book:
+# the scorecard's forest plots; plots imports no torch) and the parameter groups' checks
+# (configs; the group dataclasses it loads by name are torch-free), nothing that trains and
+# nothing of the hub. The papers' page-number declarations are found by folder, not imported.
 RUNS_MAY_IMPORT = ("mlmlib.runs", "mlmlib.atomic", "mlmlib.paths", "mlmlib.code_digest",
                    "mlmlib.stats", "mlmlib.verdicts", "mlmlib.floors", "mlmlib.plots",
-                   "mlmlib.configs", "mlmlib.tables")
+                   "mlmlib.configs", "mlmlib.tables", "mlmlib.page_quantities")
 # The offline package (mirror, rehearsal stand-ins) sits above the papers; only the entry
 # point (mlmlib.__main__) and nothing below it imports it.
 OFFLINE = "mlmlib.offline"

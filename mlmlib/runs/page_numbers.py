@@ -1,8 +1,9 @@
 """Measured numbers on the book's pages: rendered from run records at build time, and checked.
 
 A chapter never types a number that a run measured. It writes a MyST substitution,
-`{{ b1_disc_replaced }}`, and the registry (page_quantity; the chapters' quantities are
-declared in mlmlib.runs.quantities) says what that name is: the profile and
+`{{ b1_disc_replaced }}`, and the registry (mlmlib.page_quantities; each paper declares its
+chapter's quantities in its own package, `page_quantities.py`, loaded here by `load_declarations`;
+the run report's are in mlmlib.runs.quantities) says what that name is: the profile and
 notebook whose records it reads, the record field, one line of description, and a function from
 those records (`load_records`, one row per run) to the text on the page. `write_book_config`
 renders every quantity into `parse.myst_substitutions` of a generated copy of `_config.yml`
@@ -38,16 +39,36 @@ The check (`page_problems`, run by tests/test_page_numbers.py on every book/*.md
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
+from mlmlib import code_digest
+from mlmlib.page_quantities import QUANTITIES, Quantity, not_measured, render  # noqa: F401 - the API
 from mlmlib.paths import project_root
-from mlmlib.runs import quantities  # noqa: F401 - registers every quantity
-from mlmlib.runs.page_quantity import QUANTITIES, Quantity, not_measured, render  # noqa: F401 - the API
+from mlmlib.runs import quantities  # noqa: F401 - registers the run report's quantities
 from mlmlib.runs.records import load_records
+
+DECLARATIONS = "page_quantities"  # the module of a paper package that declares its page numbers
+
+
+def load_declarations() -> list[str]:
+    """Import every paper package's `page_quantities` module (each registers its quantities on
+    import) and return their names. The runs package names no paper: it finds them by folder.
+    The declarations are torch-free (tests/test_page_numbers.py holds them to it)."""
+    loaded = []
+    for paper in code_digest.papers():
+        if (code_digest.PAPERS_DIR / paper / f"{DECLARATIONS}.py").exists():
+            name = f"mlmlib.papers.{paper}.{DECLARATIONS}"
+            importlib.import_module(name)
+            loaded.append(name)
+    return loaded
+
+
+load_declarations()
 
 
 def render_all(root: Path | None = None) -> dict[str, str]:

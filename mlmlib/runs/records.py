@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from mlmlib.atomic import with_nan, write_json
+from mlmlib.page_quantities import explode_rows  # noqa: F401 - the summaries read rows with it
 from mlmlib.paths import project_root
 
 METRICS_FILE = "metrics.json"
@@ -105,18 +106,6 @@ def record_row(rec: dict[str, Any]) -> dict[str, Any]:
         if row[k] != fields[k]:
             row[f"params.{k}"] = row[k]
     return row | fields
-
-
-def explode_rows(records: pd.DataFrame, key: str, keep: list[str] | None = None) -> pd.DataFrame:
-    """Expand a metric holding a list of row dicts into a long table, one row per entry."""
-    if records.empty or key not in records:
-        return pd.DataFrame()
-    keep = keep or [c for c in ("run_id", "profile", "seed") if c in records]
-    out = []
-    for _, rec in records.iterrows():
-        for item in rec[key] or []:
-            out.append({**{k: rec[k] for k in keep}, **item})
-    return pd.DataFrame(out)
 
 
 def _plain(value: Any) -> Any:

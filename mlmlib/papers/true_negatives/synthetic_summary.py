@@ -48,10 +48,10 @@ class SyntheticSummary:
                 "languages": self.languages.to_dict("records")}
 
 
-def curve_table(curve: pd.DataFrame, downstream: pd.DataFrame) -> pd.DataFrame:
-    """Per fine-tuning size (the curve's and the claims' own) and scored set: electra/none and
-    scratch on `mix`, and electra/none - scratch with its interval over languages: where
-    pretraining helps."""
+def curve_table(curve: pd.DataFrame, downstream: pd.DataFrame, claims_size: int | None = None) -> pd.DataFrame:
+    """Per fine-tuning size (the curve's and the claims' own, `claims_size`) and scored set:
+    electra/none and scratch on `mix`, and electra/none - scratch with its interval over
+    languages: where pretraining helps."""
     rows = pd.concat([curve, downstream.assign(train_size=-1)]) if len(curve) else downstream.assign(train_size=-1)
     if not len(rows):
         return pd.DataFrame()
@@ -61,7 +61,8 @@ def curve_table(curve: pd.DataFrame, downstream: pd.DataFrame) -> pd.DataFrame:
             mine = sc.per_run(part, "electra/none", sc.CORPUS, column)
             scratch = sc.per_run(part, "scratch", None, column)
             gain = sc.block_interval(mine - scratch)
-            out.append({"train_size": "claims' size" if size == -1 else int(size),
+            claims_own = f"{claims_size} (the claims')" if claims_size else "the claims'"
+            out.append({"train_size": claims_own if size == -1 else str(int(size)),
                         "test set": sc.MEASURE_NAMES[column], "electra/none": float(mine.mean()),
                         "scratch": float(scratch.mean()),
                         "electra/none - scratch": verdicts.interval_text(
@@ -98,4 +99,13 @@ def summarise(records: pd.DataFrame, paper_params: list[dict], delta: float = sc
                             sc.control_values(training, intrinsic, downstream), card,
                             sc.downstream_table(downstream), sc.intrinsic_table(intrinsic), mechanism,
                             sm.flagging_curves(training), sm.benefit_by_share(training, intrinsic, downstream),
-                            curve_table(curve, downstream), languages_table(downstream))
+                            curve_table(curve, downstream, claims_size(records)),
+                            languages_table(downstream))
+
+
+def claims_size(records: pd.DataFrame) -> int | None:
+    """The fine-tuning size the claims are judged at (the records' `finetune.train_size`)."""
+    if not len(records) or "finetune" not in records:
+        return None
+    sizes = {int(f.get("train_size", 0)) for f in records["finetune"] if isinstance(f, dict)}
+    return sizes.pop() if len(sizes) == 1 else None

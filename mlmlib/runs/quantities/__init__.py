@@ -1,4 +1,5 @@
-"""The measured numbers the book's pages quote, one registered `quantity` each, a module per
-chapter: importing the package registers every quantity (mlmlib.runs.page_numbers reads them)."""
+"""The measured numbers the run report quotes (the cpu batch's time and machine), one registered
+`quantity` each; the papers declare theirs in their own packages (mlmlib.runs.page_numbers loads
+every declaration)."""
 
-from mlmlib.runs.quantities import cpu_batch, paper_a, paper_b, paper_c  # noqa: F401 - registers them
+from mlmlib.runs.quantities import cpu_batch  # noqa: F401 - registers them

@@ -3,7 +3,17 @@
 
 from __future__ import annotations
 
-from mlmlib.runs.page_quantity import hours, minutes, quantity, span
+from mlmlib.page_quantities import hours, minutes, quantity, span
+from mlmlib.runs.budget import CHAPTER_NAMES
+
+# The run that measures time alone (its entry's `alone`), leaving the other core idle.
+ALONE = "B2_true_negatives_overhead"
+
+
+def two_core_seconds(records) -> float:
+    """The records' time on two cores: their core time plus the alone run's idle core, halved."""
+    alone = records[records["notebook"] == ALONE]["wall_time_s"].sum()
+    return (records["wall_time_s"].sum() + alone) / 2
 
 # ----------------------------------------------------------------------------------------------
 # The cpu batch as a whole (every record of the profile)
@@ -23,8 +33,16 @@ def _(records):
           "the batch's time on two cores: its core time plus B2's, whose run leaves a core idle, "
           "halved")
 def _(records):
-    alone = records[records["notebook"] == "B2_true_negatives_overhead"]["wall_time_s"].sum()
-    return hours((records["wall_time_s"].sum() + alone) / 2)
+    return hours(two_core_seconds(records))
+
+
+@quantity("cpu_by_chapter", "*", "wall_time_s",
+          "each chapter's part of the batch on two cores (its runs' core time, with the alone "
+          "run's idle core, halved)")
+def _(records):
+    parts = records.groupby("chapter", sort=False)
+    return "; ".join(f"{CHAPTER_NAMES.get(chapter, chapter)} {hours(two_core_seconds(part))}"
+                     for chapter, part in parts)
 
 
 @quantity("cpu_commits", "*", "git_sha", "the commits whose code made the cpu records")

@@ -1,12 +1,12 @@
 """The measured numbers paper B's chapter quotes (B1's training logs and downstream rows, and
-B4, the synthetic testbed), one registered `quantity` each."""
+B4, the synthetic testbed), one registered `quantity` each (mlmlib.page_quantities renders them)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from mlmlib.runs.page_quantity import interval, minutes, num, pct, quantity, span
-from mlmlib.runs.records import explode_rows
+from mlmlib.page_quantities import explode_rows, interval, minutes, num, pct, quantity, span
+from mlmlib.papers.true_negatives.claim_controls import LAST_WINDOWS  # the windows the claims read
 
 # ----------------------------------------------------------------------------------------------
 # Paper B (cpu): B1's training logs and downstream rows
@@ -163,10 +163,6 @@ def _(records):
 # seed), the claims' own readers (last logging windows, the held-out probe), then over runs.
 
 B4 = "B4_synthetic_true_negatives"
-# The claims' controls read each run's last two logging windows (LAST_WINDOWS in
-# mlmlib/papers/true_negatives/claim_controls.py); the runs package imports no paper code, so the
-# number is repeated here and tests/test_page_numbers.py holds the two equal.
-LAST_WINDOWS = 2
 
 
 def b4_per_run(records: pd.DataFrame, section: str, arm: str, corpus: str, column: str,
@@ -193,10 +189,10 @@ B4_POINTS = {  # name: (section, arm, corpus, column, last windows, what it is)
                   "false negatives among the uncorrected generator's replacements on mix"),
     "b4_fn_shift": ("training", "electra/none", "shift", "fn_rate_replaced", True,
                     "false negatives among the uncorrected generator's replacements on shift"),
-    "b4_mlm_fn_mix": ("training", "mlm/none", "mix", "fn_rate_replaced", True,
-                      "the MLM's wrong predictions that are the original's synonym, on mix"),
     "b4_flag_true": ("intrinsic", "electra/none", "mix", "acc_true_replaced", False,
                      "the uncorrected discriminator's accuracy on true replacements (probe, mix)"),
+    "b4_flag_shift": ("intrinsic", "electra/none", "shift", "acc_true_replaced", False,
+                      "the uncorrected discriminator's accuracy on true replacements (probe, shift)"),
     "b4_flag_fn": ("intrinsic", "electra/none", "mix", "acc_false_negative", False,
                    "the uncorrected discriminator's accuracy on false negatives (probe, mix)"),
     "b4_auc": ("intrinsic", "electra/none", "mix", "auc_true_vs_fn", False,
@@ -277,6 +273,52 @@ def _(records):
 @quantity("b4_run_time", B4, "wall_time_s", "one B4 run's wall time, shortest to longest")
 def _(records):
     return span(minutes(records["wall_time_s"].min()), minutes(records["wall_time_s"].max()))
+
+
+def b4_paired(records: pd.DataFrame, section: str, arm: str, baseline: str, column: str,
+              corpus: str = "mix") -> str:
+    """`arm` minus `baseline` on `column`, paired per run: mean and 95% interval over runs."""
+    mine = b4_per_run(records, section, arm, corpus, column)
+    return interval(mine - b4_per_run(records, section, baseline, corpus, column).reindex(mine.index))
+
+
+for _arm in ("relabel", "shield"):
+    quantity(f"b4_{_arm}_flag_gain", B4, "metrics.intrinsic[*].acc_true_replaced",
+             f"electra/{_arm} minus electra/none on the probe's flagging of true replacements (mix), "
+             "paired per run: mean and 95% interval over runs (languages)"
+             )(lambda records, arm=_arm: b4_paired(records, "intrinsic", f"electra/{arm}", "electra/none",
+                                                   "acc_true_replaced"))
+
+
+STALLED = 0.05  # a discriminator that flags fewer true replacements than this has not started
+
+
+@quantity("b4_stalled", B4, "metrics.intrinsic[*].acc_true_replaced",
+          f"per ELECTRA arm on mix, the runs whose discriminator flags under {STALLED} of the true "
+          "replacements on the probe (it never left 'original'), of the runs of that arm")
+def _(records):
+    rows = explode_rows(records, "intrinsic", keep=["run_id"])
+    rows = rows[(rows["corpus"] == "mix") & rows["arm"].str.startswith("electra/")]
+    flags = rows.groupby(["arm", "run_id"], sort=False)["acc_true_replaced"].mean()
+    counts = flags.groupby(level=0, sort=False).agg(lambda f: (f < STALLED).sum()).astype(int)
+    totals = flags.groupby(level=0, sort=False).size()
+    return "; ".join(f"`{arm}` {counts[arm]} of {totals[arm]}" for arm in counts.index)
+
+
+@quantity("b4_arm_languages", B4, "metrics.downstream[*].arm",
+          "how many runs (languages) pretrained each arm on mix")
+def _(records):
+    rows = explode_rows(records, "downstream", keep=["run_id"])
+    counts = rows[rows["corpus"] == "mix"].groupby("arm", sort=False)["run_id"].nunique()
+    return "; ".join(f"`{arm}` {n}" for arm, n in counts.items())
+
+
+@quantity("b4_none_minus_scratch_ad1", B4, "metrics.downstream[*].a_d1",
+          "the uncorrected ELECTRA's A-D1 accuracy minus scratch's, paired per run: mean and 95% "
+          "interval over runs (languages)")
+def _(records):
+    none = b4_per_run(records, "downstream", "electra/none", "mix", "a_d1")
+    return interval(none - b4_scratch(records, "a_d1").reindex(none.index))
 
 
 

@@ -1,5 +1,11 @@
 """A measured number on a book page: the registry of quantities, how one renders from its records,
-and how numbers are written (mlmlib.runs.page_numbers uses them; mlmlib.runs.quantities declares them)."""
+and how numbers are written.
+
+Each paper declares the numbers its chapter quotes in its own package (`page_quantities.py`
+there: names, the record fields they read, how they are written); the run report's are in
+mlmlib.runs.quantities. mlmlib.runs.page_numbers loads every declaration and renders them into
+the pages, naming no paper's arm, test set or field itself. Torch-free: pandas and stats only.
+"""
 
 from __future__ import annotations
 
@@ -53,6 +59,18 @@ def render(q: Quantity, records: pd.DataFrame) -> str:
         return q.compute(mine)
     except (KeyError, IndexError, TypeError, ValueError, AttributeError):
         return not_measured(q.profile, q.field)
+
+
+def explode_rows(records: pd.DataFrame, key: str, keep: list[str] | None = None) -> pd.DataFrame:
+    """Expand a metric holding a list of row dicts into a long table, one row per entry."""
+    if records.empty or key not in records:
+        return pd.DataFrame()
+    keep = keep or [c for c in ("run_id", "profile", "seed") if c in records]
+    out = []
+    for _, rec in records.iterrows():
+        for item in rec[key] or []:
+            out.append({**{k: rec[k] for k in keep}, **item})
+    return pd.DataFrame(out)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -7,8 +7,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from mlmlib.runs.page_quantity import interval, num, pct, quantity, span
-from mlmlib.runs.records import explode_rows
+from mlmlib.page_quantities import explode_rows, interval, num, pct, quantity, span
 
 # ----------------------------------------------------------------------------------------------
 # Paper A (cpu): A2 pretraining, A3 fine-tuning, A6 correlations
