@@ -129,14 +129,5 @@ def benefit_by_share(training: pd.DataFrame, intrinsic: pd.DataFrame,
 
 def benefit_by_corpus(table: pd.DataFrame) -> pd.DataFrame:
     """`benefit_by_share` per corpus and arm: the mean share and each benefit with its interval
-    over languages, as text."""
-    out = []
-    for (corpus, arm), part in table.groupby(["corpus", "arm"]):
-        row = {"corpus": corpus, "arm": arm}
-        for column in ("fn_share", "flagging", "a_d1", "b_d1"):
-            if part[column].notna().any():
-                ci = sc.blocked_interval(part.dropna(subset=[column]), column)
-                row[column] = verdicts.interval_text(ci.mean, ci.low, ci.high, ci.n, unit=sc.BLOCK,
-                                                     explain=False)
-        out.append(row)
-    return pd.DataFrame(out)
+    over languages, as text (synthetic_claims.means_table)."""
+    return sc.means_table(table, ["fn_share", "flagging", "a_d1", "b_d1"]).reset_index()
