@@ -355,9 +355,10 @@ def test_setup_key_holds_every_field_but_the_threshold_and_compile_and_the_seed_
 
 
 def test_sweep_defaults_are_the_smoke_mixtures_and_reject_unknown_arms():
-    sweep = configs.build(dist.Sweep, {"models": ["scratch", "with", "without"]}, "sweep")
-    assert sweep.bd2_fractions == (0.0, 0.1, 0.5) and sweep.bd2_models == ("scratch", "with", "without")
-    assert len(sweep.planned_runs()) == 3 * 4 + 2 * 3  # the mixtures at the largest size only
+    arms = ["scratch", "with", "without", "shuffled"]
+    sweep = configs.build(dist.Sweep, {"models": arms}, "sweep")
+    assert sweep.bd2_fractions == (0.0, 0.1, 0.5) and sweep.bd2_models == tuple(arms)
+    assert len(sweep.planned_runs()) == 4 * 4 + 2 * 4  # the mixtures at the largest size only
     with pytest.raises(ValueError, match="sweep: bd2_models must be None or a non-empty list from models"):
         configs.build(dist.Sweep, {"models": ["scratch"]}, "sweep")
 

@@ -16,7 +16,6 @@ parameter groups (Setup, Sweep, CbowConfig) live in the torch-free `config` modu
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import math
 from pathlib import Path
@@ -30,6 +29,7 @@ from mlmlib.data import synthetic as syn
 from mlmlib.models import saved_files
 from mlmlib.papers.distributional.config import (  # noqa: F401 - special_ids, vocab_size: the pages'
     MODELS,
+    SCRATCH_INITS,
     CbowConfig,
     Setup,
     Sweep,
@@ -248,29 +248,48 @@ def synonym_similarity(vectors: np.ndarray, n_sets: int, seed: int = 0) -> dict[
 # ---------------------------------------------------------------- fine-tuning sweep
 
 
-def _draw(lang: syn.Language, name: str, n: int, length: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    return syn.labelled_set(lang, name, n, length, seed=seed)
+def alternating_classes(labels: np.ndarray) -> np.ndarray:
+    """The order that puts the examples' classes in turn (0, 1, 0, 1, ... each class in its draw
+    order), so that every prefix of a balanced set is balanced too (within one example)."""
+    labels = np.asarray(labels)
+    rank = np.empty(len(labels), dtype=np.int64)
+    for cls in np.unique(labels):
+        rows = np.flatnonzero(labels == cls)
+        rank[rows] = np.arange(len(rows))
+    return np.lexsort((labels, rank))
+
+
+def _draw(lang: syn.Language, name: str, n: int, length: int, seed: int,
+          balanced: bool) -> tuple[np.ndarray, np.ndarray]:
+    """A labelled set: the generator's own class balance, or each class half (`balanced`), its
+    classes in turn so that the sweep's nested training sets (prefixes) are balanced as well."""
+    if not balanced:
+        return syn.labelled_set(lang, name, n, length, seed=seed)
+    tokens, labels = syn.balanced_labelled_set(lang, name, n, length, seed=seed)
+    order = alternating_classes(labels)
+    return tokens[order], labels[order]
 
 
 def training_set(lang: syn.Language, pool_size: int, length: int, size: int, bd2_fraction: float,
-                 seed: int) -> tuple[np.ndarray, np.ndarray]:
+                 seed: int, balanced: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """`size` labelled examples: A-D1 with a fraction `bd2_fraction` of them replaced by B-D2.
 
     The A-D1 and B-D2 pools are drawn once per seed; smaller sets are prefixes of them (nested).
     """
     if not 0 < size <= pool_size:
         raise ValueError(f"training size must be in [1, pool_size={pool_size}], got {size}")
-    a_tok, a_lab = _draw(lang, "A-D1", pool_size, length, seed)
-    b_tok, b_lab = _draw(lang, "B-D2", pool_size, length, seed + 1)
+    a_tok, a_lab = _draw(lang, "A-D1", pool_size, length, seed, balanced)
+    b_tok, b_lab = _draw(lang, "B-D2", pool_size, length, seed + 1, balanced)
     n_b = round(bd2_fraction * size)
     tokens = np.concatenate([a_tok[:size - n_b], b_tok[:n_b]])
     labels = np.concatenate([a_lab[:size - n_b], b_lab[:n_b]])
     return tokens, labels
 
 
-def test_sets(lang: syn.Language, names: list[str], size: int, length: int, seed: int) -> dict:
+def test_sets(lang: syn.Language, names: list[str], size: int, length: int, seed: int,
+              balanced: bool = True) -> dict:
     """The labelled test sets (fixed by the language seed, shared by every fine-tuning run)."""
-    return {name: _draw(lang, name, size, length, seed=10_000 + 97 * seed + i)
+    return {name: _draw(lang, name, size, length, 10_000 + 97 * seed + i, balanced)
             for i, name in enumerate(syn.TEST_SETS) if name in names}
 
 
@@ -298,16 +317,29 @@ def cbow_classifier(setup: Setup, seed: int, vectors: np.ndarray | None, std: fl
     return clf
 
 
+def pretraining_init(setup: Setup) -> dict[str, torch.Tensor]:
+    """The weights WITH and WITHOUT start their MLM from (`pretrain_mlm`'s model before training)."""
+    from mlmlib.models import bert_mlm
+
+    return bert_mlm(setup.model_size(), seed=setup.pretrain_seed).state_dict()
+
+
 def build_classifier(model: str, setup: Setup, seed: int, pretrained: dict[str, Path] | None = None,
-                     cbow_vectors: np.ndarray | None = None, cbow_std: float = CbowConfig.std):
-    """A fresh classifier for one arm: scratch, WITH, WITHOUT, shuffled WITH, or CBOW (frozen) embeddings."""
+                     cbow_vectors: np.ndarray | None = None, cbow_std: float = CbowConfig.std,
+                     scratch_init: str = "pretraining"):
+    """A fresh classifier for one arm: scratch, WITH, WITHOUT, shuffled WITH, or CBOW (frozen)
+    embeddings. Scratch's encoder starts where the pretrained arms' did (`scratch_init`
+    "pretraining") or from a fresh init with the fine-tuning seed ("fresh")."""
     from mlmlib.models import bert_classifier, load_state
 
     if model not in MODELS:
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+    if scratch_init not in SCRATCH_INITS:
+        raise ValueError(f"scratch_init must be one of {SCRATCH_INITS}, got {scratch_init!r}")
     size = setup.model_size()
     if model == "scratch":
-        return bert_classifier(size, 2, seed=seed)
+        start = pretraining_init(setup) if scratch_init == "pretraining" else None
+        return bert_classifier(size, 2, from_encoder=start, seed=seed)
     if model in CBOW_MODELS:
         return cbow_classifier(setup, seed, cbow_vectors, cbow_std, frozen=model == "cbow-frozen")
     if not pretrained or PRETRAINED_FROM[model] not in pretrained:
@@ -365,20 +397,22 @@ def run_sweep(setup: Setup, sweep: Sweep, seed: int, cbow: CbowConfig | None = N
     pretrained = prepare(setup, sweep, build_missing, log)  # all checks before anything trains
     lang = syn.make_language(setup.language())
     tests = {k: (encode(t, setup.n_sets), y) for k, (t, y) in
-             test_sets(lang, sweep.test_sets, sweep.test_size, sweep.length, setup.language_seed).items()}
+             test_sets(lang, sweep.test_sets, sweep.test_size, sweep.length, setup.language_seed,
+                       sweep.balanced).items()}
     vectors = cached_cbow(setup, cbow) if set(CBOW_MODELS) & set(sweep.models) else None
     rows = []
     for fraction in sweep.bd2_fractions:
         val_tok, val_lab = training_set(lang, sweep.valid_size, sweep.length, sweep.valid_size,
-                                        fraction, seed=100_000 + 10 * seed + 5)
+                                        fraction, seed=100_000 + 10 * seed + 5, balanced=sweep.balanced)
         valid = encode(val_tok, setup.n_sets, val_lab)
         sizes, models = sweep.plan_at(fraction)
         for size in sizes:
             tok, lab = training_set(lang, sweep.pool_size, sweep.length, size, fraction,
-                                    seed=100_000 + 10 * seed)
+                                    seed=100_000 + 10 * seed, balanced=sweep.balanced)
             train = encode(tok, setup.n_sets, lab)
             for model in models:
-                clf = build_classifier(model, setup, seed, pretrained, vectors, cbow.std)
+                clf = build_classifier(model, setup, seed, pretrained, vectors, cbow.std,
+                                       sweep.scratch_init)
                 config = FinetuneConfig(max_steps=sweep.max_steps, batch_size=sweep.batch_size, lr=sweep.lr,
                                         eval_every=sweep.eval_every, patience=sweep.patience, seed=seed,
                                         warmup_steps=sweep.warmup_steps)

@@ -220,13 +220,28 @@ def above_majority(table: pd.DataFrame, model: str, claim: str) -> stats.Interva
     return block_ci(part.value - prior, part.language_seed)
 
 
+# The baselines "pretraining helps" is judged against: scratch (the pretrained arms' own init,
+# or a fresh one: Sweep.scratch_init) and shuffled WITH (the pretrained weight scale, no structure).
+BASELINES = ("scratch", "shuffled")
+
+
+def stronger_baseline(table: pd.DataFrame, baselines=BASELINES) -> tuple[str, stats.Interval]:
+    """The baseline of `baselines` in `table` that WITH beats by the least (the smaller mean paired
+    difference), with that difference: the one "pretraining helps" is judged against."""
+    diffs = {b: paired_diff(table, "with", b) for b in baselines if (table.model == b).any()}
+    if not diffs:
+        raise verdicts.ControlError(f"no baseline among {baselines} to judge 'pretraining helps' by")
+    return min(diffs.items(), key=lambda item: item[1].mean)
+
+
 def pretraining_helps(table: pd.DataFrame, where: str, claim: str, unit: str,
-                      diff: stats.Interval | None = None) -> list[dict]:
-    """Controls (exists): pretraining helps on `where`, as two intervals over `unit`: WITH - scratch
-    above zero (`benefit_exists`; `diff`, else paired from `table`), and WITH above its majority
-    class by the learned margin (WITH accuracy - majority, judged on the low end)."""
-    diff = paired_diff(table, "with", "scratch") if diff is None else diff
-    return [benefit_exists(diff, f"WITH - scratch on {where}", claim, unit),
+                      baselines=BASELINES) -> list[dict]:
+    """Controls (exists): pretraining helps on `where`, as two intervals over `unit`: WITH minus the
+    stronger of `baselines` (`stronger_baseline`) above zero (`benefit_exists`), and WITH above its
+    majority class by the learned margin (WITH accuracy - majority, judged on the low end)."""
+    baseline, diff = stronger_baseline(table, baselines)
+    return [benefit_exists(diff, f"WITH - {ARM_NAMES[baseline]} (the stronger baseline) on {where}",
+                           claim, unit),
             verdicts.control(claim, f"pretraining helps: WITH - its majority class on {where} above "
                              f"{verdicts.LEARNED_MARGIN:g}", verdicts.EXISTS,
                              above_majority(table, "with", claim), verdicts.LEARNED_MARGIN, op=">",
@@ -320,7 +335,7 @@ def _judged(frame, pretraining, margin: float, target: float) -> list[dict]:
         diffs = {f"WITH - {ARM_NAMES[o]}": paired_diff(b, "with", o) for o in ("without", "scratch")}
         claim = "B-D1 synonym transfer: WITH above WITHOUT and scratch"
         majority = majority_of(b, ("with", "without", "scratch"), claim)
-        controls = [took(claim), *pretraining_helps(b, "B-D1", claim, unit, diffs["WITH - scratch"])]
+        controls = [took(claim), *pretraining_helps(b, "B-D1", claim, unit)]
         judged("transfer", claim, "B-D1 accuracy at the largest training set, differences paired over seeds",
                {**arms, **diffs}, all_above_zero(diffs, margin), "B-D1 accuracy: " + _arms_text(arms, majority)
                + "; " + diffs_text(diffs), controls, weakest(diffs), majority)
@@ -338,7 +353,7 @@ def _judged(frame, pretraining, margin: float, target: float) -> list[dict]:
         claim = "Sample efficiency: WITH learns A-D1 from fewer examples than WITHOUT"
         majority = majority_of(area, ("with", "without"), claim)
         controls = [took(claim), *pretraining_helps(small_sizes, "A-D1 at the smaller half of the sizes",
-                                                    claim, unit, small)]
+                                                    claim, unit)]
         arms = {"WITH": ci(area, "with"), "WITHOUT": ci(area, "without")}
         judged("efficiency", claim,
                "mean A-D1 accuracy over training sizes (area under the curve, log axis), paired over seeds. "
@@ -367,7 +382,7 @@ def _judged(frame, pretraining, margin: float, target: float) -> list[dict]:
                  "WITHOUT above scratch on A-D2")
         majority = majority_of(a2, ("without", "scratch"), claim)
         shown = {**majority_of(a2, ("with",), claim), **majority}
-        controls = [took(claim), *pretraining_helps(a2, "A-D2", claim, unit, benefit)]
+        controls = [took(claim), *pretraining_helps(a2, "A-D2", claim, unit)]
         judged(("generalization", fraction), claim,
                "A-D2 accuracy at the largest training set, differences paired over seeds",
                arms, verdicts.verdict(arms["WITHOUT - scratch"], "greater", margin),
@@ -393,8 +408,8 @@ def _judged(frame, pretraining, margin: float, target: float) -> list[dict]:
                     **majority_of(b, ("with", "shuffled"), claim, "B-D1 ")}
         controls = [took(claim)]
         for t, table in (("A-D1 at the smaller half of the sizes", a1), ("B-D1", b)):
-            if have(table, "scratch"):
-                controls += pretraining_helps(table, t, claim, unit)
+            if have(table, "scratch"):  # not against shuffled: that is this row's own claim
+                controls += pretraining_helps(table, t, claim, unit, baselines=("scratch",))
         judged("shuffled", claim,
                "A-D1 accuracy at the smaller half of the training sizes and B-D1 accuracy at the largest, "
                "differences paired over seeds",
