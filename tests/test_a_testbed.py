@@ -3,9 +3,6 @@ the pilot languages no recorded run may use, and the dose pilot run tiny."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,9 +10,9 @@ import torch
 
 from mlmlib.data import synthetic as syn
 from mlmlib.papers.distributional import config as groups
+from mlmlib.papers.distributional import dose_pilot
 from mlmlib.papers.distributional import synthetic as dist
 from mlmlib.papers.distributional import synthetic_claims as claims
-from mlmlib.paths import project_root
 from mlmlib.runs.plans import load_plan
 from tests.test_distributional import TINY
 
@@ -132,20 +129,46 @@ def test_no_plan_records_a_pilot_language(profile):
 # ---------------------------------------------------------------- the dose pilot
 
 
-def test_the_dose_pilot_runs_tiny_and_summarises(work, tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("pilot", project_root() / "scripts" / "pilot_a_dose.py")
-    pilot = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(pilot)
+def test_the_dose_pilot_runs_tiny(work):
     sweep = {"train_sizes": [4, 8], "pool_size": 8, "valid_size": 8, "test_size": 8, "length": 10,
              "max_steps": 4, "eval_every": 2, "patience": 1, "warmup_steps": 1}
-    with pytest.raises(SystemExit, match="pilot language"):
-        pilot.run(1, str(tmp_path / "x.json"))
-    for lang in groups.PILOT_LANGUAGES[:2]:
-        pilot.run(lang, str(tmp_path / f"p{lang}.json"), {**TINY, "loss_threshold": 100.0}, sweep, doses=(1, 2))
-    record = json.loads((tmp_path / f"p{groups.PILOT_LANGUAGES[0]}.json").read_text())
-    assert [p["tokens_seen"] for p in record["pretraining"]][1] == 2 * record["pretraining"][0]["tokens_seen"]
-    models = {(r["dose"], r["model"]) for r in record["rows"]}
-    assert models == {(1, "scratch"), (1, "with"), (1, "shuffled"), (2, "with"), (2, "shuffled")}
-    pilot.summarise([str(tmp_path / f"p{lang}.json") for lang in groups.PILOT_LANGUAGES[:2]])
-    out = capsys.readouterr().out
-    assert "dose 2x" in out and "A-D2 largest size: WITH - shuffled" in out
+    with pytest.raises(ValueError, match="language_seed=1: the dose pilot runs on the pilot languages"):
+        dose_pilot.run_language(TINY, sweep, 1, 15, [1, 2])
+    for doses in ([2, 1], [0, 1], [1, 1], []):
+        with pytest.raises(ValueError, match="doses must be increasing ints >= 1"):
+            dose_pilot.check_pilot(300, doses)
+    rows, runs = dose_pilot.run_language({**TINY, "loss_threshold": 100.0}, sweep, 300, 15, [1, 2], log=None)
+    assert [r["tokens_seen"] for r in runs] == [runs[0]["tokens_seen"], 2 * runs[0]["tokens_seen"]]
+    assert {(r["dose"], r["model"]) for r in rows} == {(1, "scratch"), (1, "with"), (1, "shuffled"),
+                                                       (2, "with"), (2, "shuffled")}
+    assert {r["test_set"] for r in rows} == {"A-D1", "B-D1", "A-D2"}
+
+
+def pilot_rows(gain: dict[int, float]) -> list[dict]:
+    """Hand-made pilot rows: three languages, scratch and shuffled at 0.6 on every set and size,
+    WITH at 0.6 + gain[dose] (+- 0.01 by language)."""
+    rows = []
+    for lang, wobble in zip((300, 301, 302), (-0.01, 0.0, 0.01)):
+        for test_set in ("A-D1", "B-D1", "A-D2"):
+            for size in (25, 100, 400):
+                rows.append({"model": "scratch", "dose": 1, "language_seed": lang, "test_set": test_set,
+                             "train_size": size, "accuracy": 0.6})
+                for dose, g in gain.items():
+                    rows += [{"model": m, "dose": dose, "language_seed": lang, "test_set": test_set,
+                              "train_size": size, "accuracy": a}
+                             for m, a in (("shuffled", 0.6), ("with", 0.6 + g + wobble))]
+    return rows
+
+
+def test_the_dose_table_finds_the_smallest_dose_that_beats_the_stronger_baseline():
+    table = dose_pilot.by_dose(pilot_rows({1: 0.0, 3: 0.1, 9: 0.2}))
+    assert set(table.measure) == {m for m, _, _ in dose_pilot.MEASURES} and table.languages.eq(3).all()
+    at3 = table[(table.dose == 3) & table.stronger]
+    assert at3["mean"].round(6).eq(0.1).all() and (at3.low > 0).all()
+    assert dose_pilot.smallest_passing_dose(table) == 3
+    assert "Smallest dose at which WITH beats the stronger baseline on every measure: 3x" in \
+        dose_pilot.finding(table)
+    none = dose_pilot.by_dose(pilot_rows({1: 0.0, 3: -0.1}))
+    assert dose_pilot.smallest_passing_dose(none) is None
+    assert dose_pilot.finding(none).startswith("At no dose piloted (1x, 3x)")
+    assert dose_pilot.finding(dose_pilot.by_dose([])) == "no dose-pilot records"

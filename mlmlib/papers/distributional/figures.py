@@ -103,3 +103,25 @@ def correlation_trends(cells: pd.DataFrame, r_low: float):
     axes[1].legend(fontsize=7, loc="best")
     fig.tight_layout()
     return fig
+
+
+def dose_curves(table: pd.DataFrame):
+    """WITH minus each baseline against the pretraining dose (log axis), one panel per measure,
+    each point the mean over the pilot languages with its 95% interval; zero dashed.
+
+    table: `dose_pilot.by_dose` (dose, measure, baseline, mean, low, high)."""
+    measures = list(dict.fromkeys(table.measure))
+    fig, axes = _panels(len(measures))
+    for ax, measure in zip(axes, measures):
+        for i, (baseline, part) in enumerate(table[table.measure == measure].groupby("baseline")):
+            part = part.sort_values("dose")
+            ax.errorbar(part.dose * (0.95 + 0.1 * i), part["mean"],  # dodged: the intervals overlap yerr=[part["mean"] - part.low, part.high - part["mean"]],
+                        marker="o", capsize=3, label=f"WITH - {baseline}")
+        ax.axhline(0, ls="--", color="grey")
+        ax.set_xscale("log")
+        ax.set_xticks(sorted(table.dose.unique()), [f"{d:g}x" for d in sorted(table.dose.unique())])
+        ax.set(xlabel="MLM dose (x steps and corpus)", title=measure)
+    axes[0].set_ylabel("accuracy difference")
+    axes[-1].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
