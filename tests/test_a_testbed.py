@@ -42,7 +42,9 @@ def test_every_prefix_of_a_balanced_training_pool_is_balanced():
 
 def test_balanced_sets_keep_the_generators_labels():
     lang = language()
-    for name, (tokens, labels) in dist.test_sets(lang, list(syn.TEST_SETS), 30, 10, seed=3).items():
+    sets = dist.test_sets(lang, list(syn.TEST_SETS), 30, 10, seed=3)
+    assert list(sets) == list(syn.TEST_SETS)
+    for name, (tokens, labels) in sets.items():
         assert labels.sum() == 15, name
         set_ids = tokens % lang.config.n_sets  # both alphabets name the same synonym sets
         assert np.array_equal(syn.label(set_ids, lang.patterns), labels), name

@@ -127,6 +127,36 @@ for _corpus, _pairs in [("mix", "synonyms"), ("shift", "synonyms"), ("mix", "ran
              )(a2_cosine(_corpus, _pairs))
 
 
+def a7_stronger(records: pd.DataFrame, measure: str) -> pd.DataFrame:
+    """The dose pilot's WITH minus the stronger baseline on `measure`, one row per dose."""
+    from mlmlib.papers.distributional.dose_pilot import by_dose
+
+    table = by_dose(records)
+    return table[table.stronger & (table.measure == measure)].sort_values("dose")
+
+
+def a7_by_dose(measure: str) -> Callable[[pd.DataFrame], str]:
+    """WITH minus the stronger baseline on `measure` at every piloted dose, with its interval."""
+    def compute(records):
+        return "; ".join(f"{r.dose}x {r.mean:+.3f} [{r.low:+.3f}, "
+                         f"{r.high:+.3f}] (against {r.baseline})"
+                         for r in a7_stronger(records, measure).itertuples())
+    return compute
+
+
+for _name, _measure in [("a7_ad1_small", "A-D1, smaller half of the sizes"),
+                        ("a7_ad2", "A-D2, largest size"), ("a7_bd1", "B-D1, largest size")]:
+    quantity(_name, "A7_dose_pilot", "metrics.rows[*].accuracy",
+             f"the dose pilot's WITH minus the stronger baseline ({_measure}) at each dose, 95% interval "
+             "over the pilot languages")(a7_by_dose(_measure))
+
+
+@quantity("a7_languages", "A7_dose_pilot", "metrics.language_seed",
+          "how many pilot languages the dose pilot ran")
+def _(records):
+    return str(records["language_seed"].nunique())
+
+
 def a6_judged(records: pd.DataFrame) -> pd.DataFrame:
     """A6's judged correlation cells."""
     cells = explode_rows(records, "correlations")
