@@ -173,4 +173,5 @@ def test_the_dose_table_finds_the_smallest_dose_that_beats_the_stronger_baseline
     none = dose_pilot.by_dose(pilot_rows({1: 0.0, 3: -0.1}))
     assert dose_pilot.smallest_passing_dose(none) is None
     assert dose_pilot.finding(none).startswith("At no dose piloted (1x, 3x)")
-    assert dose_pilot.finding(dose_pilot.by_dose([])) == "no dose-pilot records"
+    for nothing in ([], "", pd.DataFrame()):  # no pilot named, or no records of it
+        assert dose_pilot.finding(dose_pilot.by_dose(nothing)) == "no dose-pilot records"

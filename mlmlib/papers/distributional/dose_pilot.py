@@ -98,10 +98,10 @@ def differences(rows: pd.DataFrame) -> pd.DataFrame:
 def by_dose(rows) -> pd.DataFrame:
     """WITH minus each baseline per dose and measure, with its 95% interval over the languages,
     and which baseline is the stronger (the one WITH beats by the least). `rows`: the pilot's
-    rows, or its records (one per language, the rows under "rows")."""
+    rows, or its records (one per language, the rows under "rows"), or nothing (an empty table)."""
     from mlmlib.page_quantities import explode_rows
 
-    rows = pd.DataFrame(rows)
+    rows = pd.DataFrame(rows if len(rows) else [])
     if "rows" in rows:
         rows = explode_rows(rows, "rows")
     if rows.empty:
@@ -143,9 +143,3 @@ def finding(table: pd.DataFrame) -> str:
             for r in part.sort_values("dose").itertuples()))
     return "\n".join(lines)
 
-
-def load_table(profile: str, notebook: str) -> pd.DataFrame:
-    """`by_dose` of the pilot's records in `profile` (`notebook`: the pilot's page; "": none)."""
-    from mlmlib.runs import records
-
-    return by_dose(records.load_records(profile, notebook) if notebook else [])
