@@ -142,5 +142,11 @@ def test_the_whole_cpu_plan_rehearses_offline(tmp_path):
     records = _rehearse_offline("cpu", tmp_path, timeout=1200)
     assert records["base_model/run"]["params"]["base"]["name"] == "minilm-l6"
     a3 = [r for name, r in records.items() if name.startswith("A3_synthetic_finetune/")]
-    # each A3 seed loads the models of its own pretraining seed (pretrain_seed -1)
-    assert sorted({(r["seed"], r["metrics"]["pretrain_seed"]) for r in a3}) == [(15, 15), (16, 16)]
+    # each A3 run loads the models of its own pretraining seed (pretrain_seed -1), a seed other
+    # than 0, in each of the plan's languages
+    assert sorted((r["metrics"]["language_seed"], r["seed"], r["metrics"]["pretrain_seed"]) for r in a3) \
+        == [(1, 15, 15), (2, 15, 15)]
+    # the dose pilot ran on its pilot languages, at each of its doses
+    a7 = [r for name, r in records.items() if name.startswith("A7_dose_pilot/")]
+    assert sorted(r["metrics"]["language_seed"] for r in a7) == [300, 301]
+    assert all({row["dose"] for row in r["metrics"]["rows"]} == {1, 2} for r in a7)
