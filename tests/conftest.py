@@ -56,3 +56,10 @@ def mirrored(root, monkeypatch, no_network):
 
     monkeypatch.setenv(hub.MIRROR_ENV, str(root))
     return no_network
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    """A private cache folder, so tests never see (or leave) real pretrained models."""
+    monkeypatch.setenv("MLMLIB_WORK", str(tmp_path))
+    return tmp_path

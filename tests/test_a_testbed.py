@@ -17,13 +17,6 @@ from mlmlib.runs.plans import load_plan
 from tests.test_distributional import TINY
 
 
-@pytest.fixture
-def work(tmp_path, monkeypatch):
-    """A private cache folder, so tests never see (or leave) real pretrained models."""
-    monkeypatch.setenv("MLMLIB_WORK", str(tmp_path))
-    return tmp_path
-
-
 def language(seed: int = 3) -> syn.Language:
     return syn.make_language(dist.Setup(**TINY).with_seeds(seed, 0).language())
 

@@ -27,13 +27,6 @@ def plain_sweep(**fields) -> dist.Sweep:
     return dist.Sweep(**{"bd2_fractions": [0.0], "bd2_models": None, **fields})
 
 
-@pytest.fixture
-def work(tmp_path, monkeypatch):
-    """A private cache folder, so tests never see (or leave) real pretrained models."""
-    monkeypatch.setenv("MLMLIB_WORK", str(tmp_path))
-    return tmp_path
-
-
 def test_encode_adds_cls_and_keeps_tokens():
     tokens = np.array([[0, 5, 23], [1, 2, 3]])
     data = dist.encode(tokens, n_sets=12, labels=np.array([0, 1]))
