@@ -17,12 +17,19 @@ Its layout (`python -m mlmlib mirror --profile paper --to DIR` fills it):
 
 e.g. datasets/nyu-mll/glue/sst2/, models/bert-base-uncased/, vectors/glove-wiki-gigaword-300.kv.
 A resource missing from the mirror raises HubUnavailableError at once, naming the folder looked in.
+
+Downloads run one at a time per resource across processes (`download_lock`, a file lock in the
+work folder, as the cache's builders hold): fifty jobs of a sweep starting together fetch a
+resource once, and the others read the finished copy instead of racing its partial files.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -93,6 +100,17 @@ def offline_message(what: str, alternative: str, reason: str, source: str = "the
         f"{what} is downloaded from {source} and needs the network, but {reason}. "
         f"The smoke profile uses the embedded {alternative} instead, which works offline.{hint}"
     )
+
+
+@contextmanager
+def download_lock(kind: str, name: str) -> Iterator[None]:
+    """Hold the lock of one downloaded resource (`kind` 'dataset', 'model' or 'vectors')."""
+    from mlmlib.atomic import file_lock
+    from mlmlib.paths import work_dir
+
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{kind}-{name}")
+    with file_lock(work_dir() / "download-locks" / f"{safe}.lock"):
+        yield
 
 
 def require_hub(what: str, alternative: str, library: str = "datasets") -> str:
@@ -191,7 +209,8 @@ def download_hub_dataset(what: str, alternative: str, path: str, config: str | N
     if revision is not None:
         kwargs["revision"] = revision
     try:
-        return datasets.load_dataset(path, config, **kwargs)
+        with download_lock("dataset", f"{path}-{config}"):
+            return datasets.load_dataset(path, config, **kwargs)
     except (ConnectionError, FileNotFoundError, OSError, ValueError) as err:
         if mode == "cache":
             raise HubUnavailableError(
@@ -222,7 +241,8 @@ def download_hub_pretrained(what: str, alternative: str, loader, name: str, **kw
     """Call a transformers `from_pretrained` loader after the offline check, with the same message."""
     mode = require_hub(what, alternative, library="hub")
     try:
-        return loader(name, **kwargs)
+        with download_lock("model", name):
+            return loader(name, **kwargs)
     except OSError as err:
         if mode == "cache":
             raise HubUnavailableError(

@@ -117,7 +117,8 @@ def download_gensim(name: str):
             hub.offline_message(f"vectors {name!r}", alternative, reason, "gensim's data server"))
     import gensim.downloader
 
-    return gensim.downloader.load(name)
+    with hub.download_lock("vectors", name):
+        return gensim.downloader.load(name)
 
 
 def vector_parts(vectors) -> tuple[list[str], dict[str, int], np.ndarray]:
