@@ -78,3 +78,17 @@ def test_the_dry_run_prints_gpu_hours_and_disk_per_entry(capsys):
     assert "24 runs" in b1 and "8.30 GPU-h/run" in b1 and "199.20 GPU-h" in b1
     disk_line = next(ln for ln in out.splitlines() if ln.startswith("  B0_pack_corpus ") and "GB/run" in ln)
     assert "100.0 GB/run" in disk_line
+
+
+def test_a_finished_run_leaves_no_work_folder(project):
+    """Once its record is written a run is never resumed: its checkpoints go."""
+    (project / "notebooks" / "plans" / "w.yaml").write_text(
+        "notebooks:\n  - notebook: toy\n    grid: {x: [4, 5]}\n")
+    plan = load_plan("w")
+    folders = [runner.work_folder("w", run, runner.run_key(plan, i)) for i, run in enumerate(plan.runs)]
+    folders[1].mkdir(parents=True)
+    (folders[1] / "step-5").write_text("a checkpoint")
+    report = runner.run_plan(plan, log=lambda *_: None)
+    assert report.done == ["toy/x-4", "toy/x-5"]
+    assert not any(f.exists() for f in folders), folders
+    assert folders[0].parent.parent.exists()  # the notebook's folder under the profile stays

@@ -143,7 +143,7 @@ def record_path(profile: str, run: Run) -> Path:
 
 def remove_unplanned_records(plan: Plan, log=print) -> list[str]:
     """Remove the records (and executed notebooks) of the batch's notebooks whose run ids the
-    whole plan no longer has (a seed or grid point dropped from it); return those run ids.
+    whole plan does not have (a seed or grid point outside it); return those run ids.
 
     A summary reads every record of its notebooks' folders, so a leftover of an older plan
     would mix into its claims while its key, built from the plan's runs, never saw it.
@@ -172,7 +172,7 @@ def run_plan(plan: Plan, force: bool = False, log=print) -> BatchReport:
     for i, run in enumerate(plan.runs, 1):
         name = run_name(run)
         key = run_key(plan, i - 1, versions)
-        # the notebook of a killed (forced) rerun, also when the run is skipped now
+        # the notebook of a killed (forced) rerun, also when this batch skips the run
         remove_dead_temps(record_path(plan.profile, run).with_suffix(".ipynb"), "ipynb")
         if not force and has_record(plan.profile, run, key):
             log(f"[{i}/{n}] skip {name}: finished record exists ({record_path(plan.profile, run).name})")
@@ -212,7 +212,8 @@ def run_name(run: Run) -> str:
 
 def run_key(plan: Plan, i: int, versions: dict[str, str] | None = None) -> str:
     """The record key of the plan's run i: notebook, parameters, code and, for a summary, the
-    records it reads (computed now: a summary's key is only final once those runs finished)."""
+    records it reads (computed when the run's turn comes: a summary's key is only final once
+    those runs finished)."""
     run = plan.runs[i]
     version = (versions or {}).get(run.notebook) or code_version(run.notebook)
     whole, k = plan, i
@@ -266,7 +267,7 @@ def device_refusal(profile: str, run: Run) -> str | None:
 @cache
 def cuda_available() -> tuple[bool, str]:
     """(whether torch sees a CUDA device here, what it saw), asked of torch in a subprocess: the
-    runs package imports no torch (a job told to stop while torch is half-imported did not exit
+    runs package imports no torch (a job told to stop while torch is half-imported may not exit
     in time, #15). CUDA_VISIBLE_DEVICES is the job's own."""
     code = "import torch; print(torch.cuda.is_available(), torch.cuda.device_count(), torch.version.cuda)"
     try:
@@ -319,7 +320,8 @@ def _estimate(expected: list[float | None], i: int, plan: Plan, versions: dict) 
 
 def work_folder(profile: str, run: Run, key: str) -> Path:
     """The run's scratch folder (checkpoints): one per record key, so a checkpoint is only ever
-    resumed by the same notebook, parameters and code that wrote it."""
+    resumed by the same notebook, parameters and code that wrote it; removed once the run's
+    record is written."""
     return work_dir() / profile / run.notebook / run.slug / key
 
 
@@ -382,6 +384,9 @@ def _execute(profile: str, run: Run, key: str, version: str, log=print) -> None:
         record[records.NON_FINITE] = non_finite
     os.replace(tmp_nb, nb_out)
     write_json(rec_path, record)  # written last: a record means the run is complete
+    # a run with its record is never resumed: its checkpoints (C2's chains: about 1.3 GB each at
+    # paper size) would only fill the disk
+    shutil.rmtree(folder, ignore_errors=True)
     superseded = runs_dir(profile) / SUPERSEDED
     for old in (failed_nb, failed_error, superseded / f"{name}.json", superseded / f"{name}.ipynb"):
         old.unlink(missing_ok=True)
@@ -572,7 +577,7 @@ def gpu_name(visible: str | None) -> str:
     """The name of the first GPU a run sees, asked of nvidia-smi, or 'none'.
 
     Not asked of torch: importing torch takes seconds in the process that writes the record, and
-    a job told to stop for a requeue while torch is half-imported did not exit in time (#15).
+    a job told to stop for a requeue while torch is half-imported may not exit in time (#15).
     """
     first = (visible or "").split(",")[0].strip()
     if visible is not None and first in ("", "-1", "NoDevFiles"):
