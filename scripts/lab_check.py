@@ -9,7 +9,12 @@ set at the end of its parameters cell. An edit of a parameter group gives the fi
 changes (`{"setup": {"steps": 5}}`), merged into the group's overrides as a user would type it
 (`setup = {**setup, "steps": 5}`).
 
+Templates run two at a time by default (`--parallel`), each in its own process with one torch
+thread, as `make book` runs a batch: a template waits for the templates its smoke-plan entry
+`needs` (A3 for both runs of A2), and an entry marked `alone` (it measures time) runs alone.
+
 Usage:  python scripts/lab_check.py [--only NOTEBOOK ...] [--timeout SECONDS] [--out FOLDER]
+                                    [--parallel N]
 Prints one line per template (ok or the error, wall time) and exits 1 if any failed.
 """
 
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -96,24 +102,69 @@ def run_template(name: str, timeout: int, out: Path, edit: dict | None = None
     return ok, time.perf_counter() - start, message
 
 
+def waits(profile: str = "smoke") -> tuple[dict[str, set[str]], set[str]]:
+    """{template: the templates it waits for}, and the templates that run alone (the plan's)."""
+    plan = load_plan(profile)
+    needs = {run.notebook: set(run.needs) for run in plan.runs}
+    return needs, {run.notebook for run in plan.runs if run.alone}
+
+
+def run_side_by_side(names: list[str], args, parallel: int) -> int:
+    """Each template in a process of its own (this script with --only), `parallel` at a time in
+    the plan's order, once the templates it needs have ended; returns the failed count."""
+    needs, alone = waits()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    pending, running, ended, failed = list(names), {}, set(), 0
+    while pending or running:
+        for name in list(pending):
+            busy = len(running) >= parallel or (running and (name in alone or
+                                                             set(running) & alone))
+            if busy or not (needs.get(name, set()) & set(names)) <= ended:
+                continue
+            cmd = [sys.executable, __file__, "--only", name, "--timeout", str(args.timeout),
+                   "--out", str(args.out), "--parallel", "1"]
+            running[name] = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
+            pending.remove(name)
+        time.sleep(0.5)
+        for name, proc in list(running.items()):
+            if proc.poll() is None:
+                continue
+            lines = proc.stdout.read().splitlines()
+            print("\n".join(lines[:-1]), flush=True)  # its template lines, not its summary
+            failed += proc.returncode != 0
+            ended.add(name)
+            del running[name]
+    return failed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", help="run only this template (repeatable)")
     parser.add_argument("--timeout", type=int, default=1200, help="seconds per cell")
     parser.add_argument("--out", type=Path, default=work_dir() / "lab-check",
                         help="where the executed copies go")
+    parser.add_argument("--parallel", type=int, default=2,
+                        help="templates run at once, one torch thread each (1: in this process)")
     args = parser.parse_args(argv)
+    args.out = args.out.resolve()
     names = args.only or templates_in_plan_order()
     unknown = sorted(set(names) - set(templates_in_plan_order()))
     if unknown:
         parser.error(f"--only: unknown templates {unknown}; known: {templates_in_plan_order()}")
-    failed = 0
+    if args.parallel < 1:
+        parser.error(f"--parallel must be at least 1, got {args.parallel}")
     runs = [(name, edit) for name in names for edit in [None, *EDITS.get(name, [])]]
     for name, edit in runs:  # an edit that no longer fits its template fails before anything runs
         try:
             edit_lines(name, edit or {})
         except ValueError as exc:
             parser.error(f"EDITS: {exc}")
+    if args.parallel > 1 and len(names) > 1:
+        failed = run_side_by_side(names, args, args.parallel)
+        print(f"{len(names) - failed} of {len(names)} templates went top to bottom (defaults, "
+              f"and the edits in EDITS); executed copies in {args.out}")
+        return 1 if failed else 0
+    failed = 0
     for name, edit in runs:
         ok, seconds, message = run_template(name, args.timeout, args.out, edit)
         failed += not ok
