@@ -415,7 +415,7 @@ def _load_part(model: nn.Module, state: dict, prefix: str, what: str) -> None:
 PAIR_PARTS = ("generator", "discriminator")
 CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
-OLD_CONFIG = "mlmlib_model.json"  # the file beside the weights in mlmlib's own legacy format
+OLD_CONFIG = "mlmlib_model.json"  # marks a folder in a format save_model does not write
 
 
 def saved_files(folder: str = "model") -> tuple[str, ...]:
@@ -495,11 +495,13 @@ _CLASSES = {
 
 
 def _check_format(path: Path) -> None:
-    """Refuse a folder of mlmlib's earlier format rather than read it as the new one."""
+    """Refuse a folder that holds OLD_CONFIG: its files are not what load_model reads, and reading
+    them anyway would misread the weights."""
     if (path / OLD_CONFIG).exists():
         raise ValueError(
-            f"{path}: saved in mlmlib's earlier model format ({OLD_CONFIG}), which save_model no longer "
-            "writes; rebuild it (cached models are rebuilt by the run that needs them)")
+            f"{path}: saved in mlmlib's earlier model format ({OLD_CONFIG}), which save_model does "
+            "not write and load_model does not read; rebuild it (cached models are rebuilt by "
+            "the run that needs them)")
 
 
 def _is_pair(path: Path) -> bool:
@@ -547,7 +549,7 @@ def _from_pretrained(folder: Path) -> PreTrainedModel:
     known = [name for name in names if name in _CLASSES]
     if not known:
         raise ValueError(f"{folder}: model class {names} is none of mlmlib's {sorted(_CLASSES)}")
-    with quiet_transformers():  # quiet, so strict here: every weight must match, as before
+    with quiet_transformers():  # quiet, so checked below: every weight must match
         model, info = _CLASSES[known[0]].from_pretrained(str(folder), attn_implementation=ATTENTION,
                                                          output_loading_info=True)
     wrong = {kind: keys for kind, keys in info.items() if keys}

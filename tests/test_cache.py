@@ -5,6 +5,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -59,10 +60,12 @@ def test_damaged_entry_is_set_aside_and_rebuilt(tmp_path, monkeypatch, capsys):
 def test_leftovers_of_killed_builds_are_removed(tmp_path, monkeypatch):
     monkeypatch.setenv("MLMLIB_WORK", str(tmp_path))
     final = cache.artifact_dir("model", {"size": 5}, code_of=HERE)
-    # A PID no process can hold: Linux caps pid_max at 2**22 (PIDs stay below it), macOS and
-    # BSD at 99999. Not the PID of a child that just exited: another process (a second pytest
-    # worker's) may get that PID again at once, and the leftover would then rightly be kept.
-    dead = 2**22
+    # A PID no process can hold: Linux hands out PIDs below /proc/sys/kernel/pid_max (itself
+    # at most 2**22), macOS and BSD below 99999. Not the PID of a child that just exited:
+    # another process (a second pytest worker's) may get that PID again at once, and the
+    # leftover would then rightly be kept.
+    pid_max = Path("/proc/sys/kernel/pid_max")
+    dead = int(pid_max.read_text()) if pid_max.exists() else 2**22
     assert not atomic.pid_alive(dead)
     leftover = final.with_name(f".{final.name}.{socket.gethostname()}.{dead}.tmp")
     leftover.mkdir(parents=True)

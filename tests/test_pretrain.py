@@ -259,6 +259,7 @@ def test_selective_and_whole_word_inputs():
     data_sel = data | {"mask_prob": prob}
     pretrain(bert_mlm(SIZE, seed=0), data_sel, cfg(steps=2), mask_id=MASK,
              num_special=NSPEC, hook=lambda s: seen.append(s.masked.clone()))
+    assert len(seen) == 2  # the hook saw both steps
     assert all(m[:, 3].all() and m.sum() == m.shape[0] for m in seen)
     word_ids = torch.arange(16).div(2, rounding_mode="floor").repeat(64, 1)
     word_ids[data["attention_mask"] == 0] = -1
@@ -267,6 +268,7 @@ def test_selective_and_whole_word_inputs():
     pretrain(bert_mlm(SIZE, seed=0), data | {"word_ids": word_ids}, cfg(steps=2, whole_word=True,
              mask_rate=0.3), mask_id=MASK, num_special=NSPEC,
              hook=lambda s: seen.append(s.masked.clone()))
+    assert len(seen) == 2
     assert all(torch.equal(m[:, 2::2], m[:, 3::2][:, : m[:, 2::2].shape[1]]) for m in seen)
 
 

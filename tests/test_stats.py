@@ -143,8 +143,10 @@ def test_the_design_read_from_an_interval_inverts_the_interval():
 
 
 def test_the_design_needs_an_interval_of_enough_seeds():
-    assert all(np.isnan(v) for v in verdicts.design_from_interval(-0.1, 0.1, 2, delta=0.01).values())
-    assert all(np.isnan(v) for v in verdicts.design_from_interval(float("nan"), 0.1, 5).values())
+    for design in (verdicts.design_from_interval(-0.1, 0.1, 2, delta=0.01),
+                   verdicts.design_from_interval(float("nan"), 0.1, 5)):
+        assert design.keys() == {"sd", "mde", "seeds_for_delta"}
+        assert all(np.isnan(v) for v in design.values()), design
 
 
 def test_seeds_to_resolve_at_the_measured_mean():

@@ -34,8 +34,11 @@ def _control(kind: str) -> dict:
 @pytest.mark.parametrize("direction, delta", [("greater", 0.01), ("less", 0.01), ("at_most", 0.05),
                                               ("equivalent", 0.01)])
 def test_every_combination_gets_the_verdict_the_rules_give(direction, delta):
-    for (d, diff), states, (a, arms) in itertools.product(
-            DIFFS.items(), itertools.combinations_with_replacement(CONTROLS, 2), ARMS.items()):
+    cases = list(itertools.product(
+        DIFFS.items(), itertools.combinations_with_replacement(CONTROLS, 2), ARMS.items()))
+    # every difference, every pair of control states and every arm set (a pair: n(n+1)/2)
+    assert len(cases) == len(DIFFS) * len(CONTROLS) * (len(CONTROLS) + 1) // 2 * len(ARMS) > 0
+    for (d, diff), states, (a, arms) in cases:
         controls = [_control(s) for s in states]
         below = verdicts.at_majority(arms)
         v = verdicts.judge(diff, direction, delta, controls, majority=below)

@@ -174,7 +174,7 @@ def check_options(options: Options, plan: Plan) -> Options:
         raise ExecutorError("--time-min: a job time limit of --executor local or slurm")
     if options.max_requeue < 0:
         raise ExecutorError(f"--max-requeue {options.max_requeue}: give 0 or more")
-    if options.executor == "slurm":  # submitit checks its parameters now, before any sbatch
+    if options.executor == "slurm":  # submitit checks its parameters here, before any sbatch
         make_executor(options, plan.profile)
     return options
 

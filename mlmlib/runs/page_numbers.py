@@ -30,7 +30,7 @@ The check (`page_problems`, run by tests/test_page_numbers.py on every book/*.md
         "80.4": paper, ELECTRA-Small-OWT GLUE dev (Table 1 of paper B)
 
   A declaration covers the literal wherever it stands on that page ("0.02" also covers
-  "±0.02"); a declared literal that the prose no longer uses is a problem too.
+  "±0.02"); a declared literal that the prose does not use is a problem too.
 * Integers (counts of seeds, layers, steps, tokens) are outside the rule: they are mostly
   design, not measurement. Measured counts that matter are rendered all the same.
 * A page whose front matter says `numbers: historical` (the design history) is exempt; it says

@@ -59,10 +59,9 @@ def check_arms(arms) -> list[str]:
 # ---------------------------------------------------------------- the corpus
 
 # What a text longer than max_length keeps. "head": its first pieces (BERT's usual cut, and
-# this book's until the cpu floor pilot). "head+tail": its first quarter and last three
-# quarters of pieces, cut at whole words (Sun et al. 2019 found 128 + 382 of 512 best for long
-# reviews; the papers do not say how they cut). Our reconstruction: switchable per run
-# (config.TRUNCATIONS).
+# the default). "head+tail": its first quarter and last three quarters of pieces, cut at
+# whole words (Sun et al. 2019 found 128 + 382 of 512 best for long reviews; the papers do
+# not say how they cut). Our reconstruction: switchable per run (config.TRUNCATIONS).
 
 def shorten_texts(tokenizer, texts: list[str], max_length: int, truncation: str = "head") -> list[str]:
     """Texts that fit in `max_length` tokens (special tokens included) as `truncation` says.
