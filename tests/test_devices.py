@@ -143,3 +143,17 @@ def test_a_slurm_job_asks_for_a_gpu_by_its_entrys_device(project, sbatch, gpus_p
     assert [", 1 GPU" in line for line in lines] == [bool(n) for n in asked]
     job = json.loads(executors.job_file("p", "toy/x-1").read_text())
     assert job["key"] == runner.run_key(plan, 0) and job["resubmits"] == 0
+
+
+def test_an_alone_entry_gets_a_slurm_node_of_its_own(project, sbatch):
+    """`alone: true` (it measures time): sbatch --exclusive; the entries after it do not inherit it."""
+    (project / "notebooks" / "plans" / "a.yaml").write_text(
+        "notebooks:\n  - notebook: toy\n    alone: true\n    grid: {x: [1]}\n"
+        "  - notebook: toy\n    grid: {x: [2]}\n")
+    plan = load_plan("a")
+    options = check_options(Options(executor="slurm"), plan)
+    executor = executors.make_executor(options, plan.profile)
+    for i in range(len(plan.runs)):
+        executors._submit(executor, options, plan, i, f"job{i}", 1, False, None, lambda *_: None)
+    scripts = [(sbatch / f"{i}.sh").read_text() for i in range(len(plan.runs))]
+    assert ["#SBATCH --exclusive" in s for s in scripts] == [True, False]

@@ -40,6 +40,13 @@ from mlmlib.atomic import pid_alive, remove_dead_temps, write_json
 from mlmlib.paths import runs_dir, work_dir
 from mlmlib.runs import runner
 from mlmlib.runs.plans import Plan, chain_times, is_summary, load_plan
+from mlmlib.runs.slurm_queue import (  # noqa: F401 (part of this module's interface)
+    SLURM_ENDED,
+    SLURM_LIVE,
+    SLURM_RESUBMIT,
+    slurm_alive,
+    slurm_end_states,
+)
 
 EXECUTORS = ("serial", "local", "slurm")
 JOBS = "_jobs"
@@ -60,14 +67,6 @@ SLURM_ARG = re.compile(r"^[a-z][a-z0-9-]*$")
 LOCAL_LOCK_OPTIONS = {"nfs": ("nolock", "local_lock=all", "local_lock=flock"),
                       "nfs4": ("local_lock=all", "local_lock=flock"),
                       "lustre": ("localflock", "noflock")}
-# SLURM's job states (squeue, sacct): a job not over yet (a requeued or held one too), one that ended,
-# and the ends that the cluster, not the run, chose: the run is submitted again (--max-requeue)
-SLURM_LIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD",
-              "REQUEUE_FED", "RESIZING", "SUSPENDED", "SIGNALING", "STAGE_OUT", "STOPPED",
-              "SPECIAL_EXIT", "RESV_DEL_HOLD"}
-SLURM_ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "BOOT_FAIL",
-               "DEADLINE", "OUT_OF_MEMORY", "REVOKED"}
-SLURM_RESUBMIT = {"PREEMPTED", "NODE_FAIL", "BOOT_FAIL", "CANCELLED"}  # CANCELLED: not by the user
 SLURM_POLL_S = 10.0  # SLURM is asked about each job at most this often
 EXTRA = "extra"  # an adopted job beyond the slots a restarted driver was given: not a slot
 LOCAL_TIME_MIN = 7 * 24 * 60  # local jobs are not killed for time: each cell has its own timeout
@@ -373,43 +372,6 @@ def job_file(profile: str, name: str, kind: str = "job") -> Path:
     return runs_dir(profile) / JOBS / (f"{stem}.json" if kind == "job" else f"{stem}.outcome.json")
 
 
-def slurm_alive(job_ids: list[str]) -> dict[str, bool]:
-    """Which of these SLURM jobs have not ended: one `squeue` for all of them (a poll of a few
-    hundred jobs must not be a few hundred calls to the controller)."""
-    ids = sorted(set(map(str, job_ids)))
-    if not ids:
-        return {}
-    asked = subprocess.run(["squeue", "-h", "-o", "%i %T", "-j", ",".join(ids)],
-                           capture_output=True, text=True, check=False)
-    if asked.returncode != 0:
-        if "Invalid job id" not in asked.stderr:  # the controller is busy or away: ask again
-            return {j: True for j in ids}  # later, never resubmit a job that may still run
-        if len(ids) == 1:  # a job SLURM no longer knows has ended
-            return {ids[0]: False}
-        # squeue refuses a list with an id it has forgotten on some versions: ask each one
-        return {j: slurm_alive([j])[j] for j in ids}
-    states: dict[str, str] = {}
-    for line in asked.stdout.splitlines():
-        parts = line.split()
-        if len(parts) >= 2:
-            states[parts[0]] = parts[1]
-    # a state this list does not know (a newer SLURM) counts as live: never submit a run twice
-    return {j: j in states and (states[j] in SLURM_LIVE or states[j] not in SLURM_ENDED) for j in ids}
-
-
-def slurm_end_states(job_ids: list[str]) -> dict[str, str]:
-    """The last state of each ended job as sacct words it ('PREEMPTED', 'CANCELLED by 1234'); a
-    job missing from the answer (no accounting on this cluster, sacct away) is left out."""
-    ids = sorted(set(map(str, job_ids)))
-    try:
-        asked = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "JobIDRaw,State", "-j", ",".join(ids)],
-                               capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    rows = [line.strip().partition("|") for line in asked.stdout.splitlines()] if asked.returncode == 0 else []
-    return {job: state.strip() for job, _, state in rows if job in ids and state.strip()}  # last: last try
-
-
 def jobs_alive(infos: list[dict]) -> list[bool]:
     """job_alive for several job files, SLURM's asked in one `squeue`."""
     slurm = slurm_alive([str(i["job_id"]) for i in infos if i.get("executor") == "slurm"])
@@ -516,7 +478,7 @@ def _submit(executor, options: Options, plan: Plan, i: int, slot: str, threads: 
             only: list[str] | None, log, resubmits: int = 0, key: str | None = None) -> Flight:
     """Submit run i into a slot; write its job file (the driver's memory across restarts). A run
     submitted again keeps its first submission's `key`. SLURM: one GPU for a `device: gpu` entry,
-    none for a `device: cpu` one, else --gpus-per-run."""
+    none for a `device: cpu` one, else --gpus-per-run; a node of its own for an `alone` entry."""
     name = runner.run_name(plan.runs[i])
     env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
            "MLMLIB_EXECUTOR": options.executor, "MLMLIB_SLOT": slot}
@@ -525,7 +487,10 @@ def _submit(executor, options: Options, plan: Plan, i: int, slot: str, threads: 
     gpus = {"gpu": 1, "cpu": 0}.get(plan.runs[i].device, options.gpus_per_run or 0)
     if options.executor == "slurm":  # the executor's parameters hold for its later jobs too: reset
         executor.parameters.pop("gpus_per_node", None)
+        executor.parameters.pop("exclusive", None)
         executor.update_parameters(**({"gpus_per_node": gpus} if gpus else {}))
+        if plan.runs[i].alone:  # it measures time: a node of its own (sbatch --exclusive)
+            executor.update_parameters(exclusive=True)
     job_file(plan.profile, name, "outcome").unlink(missing_ok=True)
     key = key or runner.run_key(plan, i)  # frozen: every attempt runs under this key or not at all
     try:
