@@ -110,3 +110,36 @@ def test_every_paper_plan_entry_states_its_gpu_hours():
 def test_the_compute_page_includes_the_generated_table():
     text = (ROOT / "book" / "compute.md").read_text()
     assert f"```{{include}} _generated/{cli.BUDGET_PAGE}" in text
+
+
+def test_a_measured_mfu_replaces_the_assumed_one_where_the_loop_was_timed(project, capsys, tmp_path):
+    """gpu_check.py's JSON: paper A's loop ran at MFU 0.15 where its estimate assumed 0.30, so
+    its runs take twice the GPU-hours; paper B's loop was not timed (its row failed): estimate."""
+    text = PLAN.replace("gpu_hours: 2.5\n", "gpu_hours: 2.5\n    gpu_mfu: 0.3\n    gpu_loop: bert\n")
+    text = text.replace("gpu_hours: 0.25\n", "gpu_hours: 0.25\n    gpu_mfu: 0.2\n    gpu_loop: electra\n")
+    (project / "notebooks" / "plans" / "g.yaml").write_text(text)
+    measured = tmp_path / "gpu_check.json"
+    measured.write_text('{"timings": {"bert": {"mfu": 0.15}, "electra": {"error": "OOM"}}}')
+    assert budget.measured_mfu(measured) == {"bert": 0.15}
+    assert cli.main(["run", "--profile", "g", "--dry-run", "--measured", str(measured)]) == 0
+    out = capsys.readouterr().out
+    train = [ln for ln in out.splitlines() if ln.startswith("  train ")]
+    assert len(train) == 3, out
+    assert "5.00 GPU-h/run" in train[0] and "measured: bert at MFU 0.15, the estimate assumed 0.30" in train[0]
+    assert "0.25 GPU-h/run" in train[1] and "(estimate)" in train[1]
+    assert "10.0 GPU-h" in next(ln for ln in out.splitlines() if ln.startswith("  Paper A"))
+    assert "with the measured MFUs" in out
+    (project / "bad.json").write_text("{}")
+    assert cli.main(["run", "--profile", "g", "--dry-run", "--measured", str(project / "bad.json")]) == 2
+    assert cli.main(["run", "--profile", "g", "--measured", str(measured)]) == 2  # dry runs only
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("    gpu_mfu: 0.3\n", "gpu_mfu and gpu_loop go together"),
+    ("    gpu_loop: bert\n", "gpu_mfu and gpu_loop go together"),
+    ("    gpu_mfu: 1.5\n    gpu_loop: bert\n", "gpu_mfu must be in \\(0, 1\\]"),
+])
+def test_a_bad_measured_loop_declaration_is_refused(project, extra, message):
+    (project / "notebooks" / "plans" / "g.yaml").write_text(PLAN.replace("gpu_hours: 2.5\n", "gpu_hours: 2.5\n" + extra))
+    with pytest.raises(PlanError, match=message):
+        load_plan("g")

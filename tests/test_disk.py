@@ -72,7 +72,7 @@ def test_the_paper_plan_states_the_disk_of_its_large_writers_and_its_rehearsal_n
 def test_the_dry_run_prints_gpu_hours_and_disk_per_entry(capsys):
     assert cli.main(["run", "--profile", "paper", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "GPU-hours per entry (estimate per run, including its fine-tuning and evaluation):" in out
+    assert "GPU-hours per entry (per run, including its fine-tuning and evaluation):" in out
     b1 = next(ln for ln in out.splitlines() if ln.startswith("  B1_true_negatives_pretrain ")
               and "GPU-h/run" in ln)
     assert "24 runs" in b1 and "8.30 GPU-h/run" in b1 and "199.20 GPU-h" in b1

@@ -244,13 +244,16 @@ from mlmlib.runs import records as results
 marker = Path(run_dir) / "checkpoint.txt"
 resumed = marker.exists()  # a checkpoint left by an earlier run of the same work folder
 marker.write_text(str(x))
+if fail and not resumed:
+    raise RuntimeError("stopped mid-way, its checkpoint written")
 results.save_metrics(run_dir, {"resumed": resumed, "x": x, "ratio": float("nan") if x < 0 else x})
 """
 
 
 def _resumable(root: Path, extra: str = "") -> None:
     nb = new_notebook(cells=[new_markdown_cell("# Resumable"),
-                             new_code_cell('x = 1\nlam = 1.0\nrun_dir = ""', metadata={"tags": ["parameters"]}),
+                             new_code_cell('x = 1\nlam = 1.0\nfail = False\nrun_dir = ""',
+                                           metadata={"tags": ["parameters"]}),
                              new_code_cell(RESUMABLE + extra)])
     nb.metadata["kernelspec"] = {"name": "mlmlib", "display_name": "mlmlib", "language": "python"}
     nbformat.write(nb, root / "notebooks" / "res.ipynb")
@@ -261,19 +264,19 @@ def _record(root: Path, name: str) -> dict:
 
 
 def test_changed_parameter_or_code_never_resumes_an_old_checkpoint(project):
+    """A run stopped mid-way resumes its checkpoint under the same key only; `fail` stops a run
+    that did not resume, so a failure below means it started afresh."""
     root, write_plan = project
     _resumable(root)
-    write_plan("notebooks:\n  - notebook: res\n    grid: {x: [1]}\n")
-    assert _cli(root, "run", "--profile", "p").returncode == 0
-    assert _record(root, "res/x-1.json")["metrics"]["resumed"] is False
-    assert _cli(root, "run", "--profile", "p", "--force").returncode == 0  # same key: resumes
+    write_plan("notebooks:\n  - notebook: res\n    grid: {x: [1]}\n    params: {fail: true}\n")
+    assert _cli(root, "run", "--profile", "p").returncode != 0  # stopped, its checkpoint kept
+    assert _cli(root, "run", "--profile", "p").returncode == 0  # same key: resumes
     assert _record(root, "res/x-1.json")["metrics"]["resumed"] is True
-    write_plan("notebooks:\n  - notebook: res\n    grid: {x: [1]}\n    params: {lam: 5.0}\n")
-    out = _cli(root, "run", "--profile", "p")
-    assert "1 ran" in out.stdout and _record(root, "res/x-1.json")["metrics"]["resumed"] is False
+    write_plan("notebooks:\n  - notebook: res\n    grid: {x: [1]}\n    params: {fail: true, lam: 5.0}\n")
+    assert _cli(root, "run", "--profile", "p").returncode != 0  # new parameters: afresh
     _resumable(root, extra="\n# one changed line of code\n")
-    out = _cli(root, "run", "--profile", "p")
-    assert "1 ran" in out.stdout and _record(root, "res/x-1.json")["metrics"]["resumed"] is False
+    out = _cli(root, "run", "--profile", "p")  # new code: afresh again
+    assert out.returncode != 0 and "0 ran" in out.stdout
     assert len(list((root / ".work" / "p" / "res" / "x-1").iterdir())) == 1  # stale ones removed
 
 

@@ -16,6 +16,7 @@ from mlmlib.paths import project_root, runs_dir
 from mlmlib.runs import scorecard
 from mlmlib.runs.page_numbers import write_book_config
 from mlmlib.runs.pages import INDEX, index_name, write_runs_index
+from mlmlib.runs.plan_files import compose
 from mlmlib.runs.plans import check_name
 from mlmlib.runs.records import readable_records
 
@@ -80,7 +81,7 @@ def _plan_order(profile: str) -> dict[tuple[str, str], int]:
     path = project_root() / "notebooks" / "plans" / f"{profile}.yaml"
     if not path.exists():
         return {}
-    entries = yaml.safe_load(path.read_text()).get("notebooks", [])
+    entries = compose(path)["notebooks"]
     return {(e["notebook"], e.get("title", e["notebook"])): i
             for i, e in enumerate(entries) if isinstance(e, dict)}
 

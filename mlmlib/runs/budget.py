@@ -4,6 +4,9 @@ A plan entry states `gpu_hours`, the estimated GPU-hours of each of its runs. Fo
 the estimate is the usual 6 x parameters x tokens (forward and backward, a multiply-add counted
 as 2) divided by what the GPU delivers, its dense bf16 peak times a stated model FLOPs
 utilisation (MFU); the plan's comments show the arithmetic (`estimate_gpu_hours` does it).
+An entry may name the MFU it assumed (`gpu_mfu`) and the loop timed on a GPU that stands for its
+training (`gpu_loop`, a timing of scripts/gpu_check.py): given that script's JSON, the dry run
+scales the estimate by assumed / measured MFU and says which figures are measured.
 Runs that train nothing (summaries, data pages) hold a GPU on a cluster all the same: a small
 figure from their timeouts. The per-run timeouts are the plan's upper bounds: their sum is
 shown beside the estimates, for comparison, and is what a scheduler's time limits would reserve.
@@ -11,9 +14,11 @@ shown beside the estimates, for comparison, and is what a scheduler's time limit
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
-from mlmlib.runs.plans import Plan
+from mlmlib.runs.plans import Plan, Run
 
 # The dense bf16 peak the estimates assume: an H100 SXM (the H200 has the same tensor cores and
 # clocks; mlmlib.bench.PEAK_BF16_TFLOPS holds the table of devices)
@@ -53,42 +58,70 @@ class ChapterBudget:
         return CHAPTER_NAMES.get(self.chapter, self.chapter or "(no chapter)")
 
 
-def plan_budget(plan: Plan) -> list[ChapterBudget]:
+def measured_mfu(path: Path | None) -> dict[str, float]:
+    """{timing name: MFU} from scripts/gpu_check.py's JSON ({} without a file); a timing that
+    failed or has no MFU (a GPU of unknown peak) is left out."""
+    if path is None:
+        return {}
+    try:
+        timings = json.loads(Path(path).read_text())["timings"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"--measured {path}: not a gpu_check.json with timings ({exc})") from None
+    return {name: float(row["mfu"]) for name, row in timings.items()
+            if isinstance(row, dict) and isinstance(row.get("mfu"), (int, float)) and row["mfu"] > 0}
+
+
+def run_hours(run: Run, measured: dict[str, float]) -> tuple[float | None, bool]:
+    """(GPU-hours of the run, whether a measured MFU gave them): the estimate, scaled by assumed
+    over measured MFU where its loop was timed."""
+    if run.gpu_hours is None or run.gpu_loop not in measured:
+        return run.gpu_hours, False
+    return run.gpu_hours * run.gpu_mfu / measured[run.gpu_loop], True
+
+
+def plan_budget(plan: Plan, measured: dict[str, float] | None = None) -> list[ChapterBudget]:
     """The plan's GPU-hours per chapter, in the plan's order of chapters."""
     by: dict[str, ChapterBudget] = {}
     for run in plan.runs:
         b = by.setdefault(run.chapter, ChapterBudget(run.chapter, 0, 0.0, 0.0, 0))
         b.runs += 1
         b.timeout_hours += run.timeout / 3600
-        if run.gpu_hours is None:
+        hours, _ = run_hours(run, measured or {})
+        if hours is None:
             b.unestimated += 1
         else:
-            b.gpu_hours += run.gpu_hours
+            b.gpu_hours += hours
     return list(by.values())
 
 
-def entry_lines(plan: Plan) -> list[str]:
-    """The dry run's per-entry lines: each notebook's runs, its estimate per run (training with
-    its fine-tuning and evaluation, as the entry's comment derives it) and in all."""
-    by: dict[tuple[str, float | None], int] = {}
+def entry_lines(plan: Plan, measured: dict[str, float] | None = None) -> list[str]:
+    """The dry run's per-entry lines: each notebook's runs, its GPU-hours per run (training with
+    its fine-tuning and evaluation, as the entry's comment derives it) and in all; each says
+    whether a measured MFU gave it."""
+    by: dict[tuple[str, float | None, str], int] = {}
     for run in plan.runs:
-        key = (run.notebook, run.gpu_hours)
+        hours, is_measured = run_hours(run, measured or {})
+        source = (f"measured: {run.gpu_loop} at MFU {measured[run.gpu_loop]:.2f}, the estimate "
+                  f"assumed {run.gpu_mfu:.2f}" if is_measured else "estimate")
+        key = (run.notebook, hours, source)
         by[key] = by.get(key, 0) + 1
-    if not any(hours for _, hours in by):
+    if not any(hours for _, hours, _ in by):
         return []
-    lines = ["GPU-hours per entry (estimate per run, including its fine-tuning and evaluation):"]
-    for (notebook, hours), n in by.items():
-        per = "no estimate" if hours is None else f"{hours:7.2f} GPU-h/run  {n * hours:8.2f} GPU-h"
+    lines = ["GPU-hours per entry (per run, including its fine-tuning and evaluation):"]
+    for (notebook, hours, source), n in by.items():
+        per = ("no estimate" if hours is None else
+               f"{hours:7.2f} GPU-h/run  {n * hours:8.2f} GPU-h  ({source})")
         lines.append(f"  {notebook:34s} {n:4d} runs  {per}")
     return lines
 
 
-def budget_lines(plan: Plan) -> list[str]:
-    """The dry run's lines: estimated GPU-hours per paper and in all, beside the timeouts' sum."""
-    rows = plan_budget(plan)
+def budget_lines(plan: Plan, measured: dict[str, float] | None = None) -> list[str]:
+    """The dry run's lines: GPU-hours per paper and in all, beside the timeouts' sum."""
+    rows = plan_budget(plan, measured)
     if not any(r.runs > r.unestimated for r in rows):
         return []
-    lines = ["GPU-hours (estimate; sum of the runs' timeouts for comparison):"]
+    timed = "estimates, with the measured MFUs where given" if measured else "estimate"
+    lines = [f"GPU-hours ({timed}; sum of the runs' timeouts for comparison):"]
     for r in rows:
         note = f" ({r.unestimated} run(s) without an estimate)" if r.unestimated else ""
         lines.append(f"  {r.name:18s} {r.runs:4d} runs  {r.gpu_hours:9.1f} GPU-h  "

@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None, prepare_rehearsal=None) -> int:
                      help="run only this notebook (repeatable)")
     run.add_argument("--force", action="store_true", help="rerun runs that already have a record")
     run.add_argument("--dry-run", action="store_true", help="list the runs without executing them")
+    run.add_argument("--measured", type=Path, metavar="GPU_CHECK_JSON",
+                     help="with --dry-run: scripts/gpu_check.py's JSON; entries whose training "
+                          "loop it timed take its measured MFU in place of the assumed one")
     run.add_argument("--rehearse", action="store_true",
                      help="run the profile's every entry at the tiny sizes of notebooks/plans/rehearse/"
                           "<profile>.yaml, offline, on stand-ins of its hub data and models "
@@ -138,15 +141,25 @@ def _run(args, prepare_rehearsal=None) -> int:
     except ExecutorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.measured and not args.dry_run:
+        print("error: --measured goes with --dry-run (it changes the GPU-hours shown, nothing run)",
+              file=sys.stderr)
+        return 2
     print(f"profile {plan.profile} ({plan.path.name}): {len(plan.runs)} runs")
     if args.dry_run:
-        from mlmlib.runs.budget import budget_lines, entry_lines
+        from mlmlib.runs.budget import budget_lines, entry_lines, measured_mfu
         from mlmlib.runs.disk import disk_lines
 
+        try:
+            measured = measured_mfu(args.measured)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         for run in plan.runs:
             device = f" [{run.device}]" if run.device else ""  # `device: gpu` needs CUDA to start
             print(f"  {run.notebook}/{run.slug}{device}: {json.dumps(run.params)}")
-        for line in [*entry_lines(plan), *budget_lines(plan), *disk_lines(plan.runs)]:
+        lines = [*entry_lines(plan, measured), *budget_lines(plan, measured), *disk_lines(plan.runs)]
+        for line in lines:
             print(line)
         return 0
     if rehearsed_profile(plan.profile):

@@ -17,20 +17,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from mlmlib import configs
+from mlmlib.runs.plan_files import PlanError, compose, read_yaml
 from mlmlib.paths import project_root
 
 ENTRY_KEYS = {"notebook", "chapter", "title", "timeout", "grid", "params", "needs", "alone", "gpu_hours",
-              "device", "disk_gb"}
+              "gpu_mfu", "gpu_loop", "device", "disk_gb"}
 DEVICES = ("cpu", "gpu")  # what an entry's `device:` may say
 RESERVED = {"run_dir"}  # set by the runner, never by a plan
 DEFAULT_TIMEOUT = 1800
-
-
-class PlanError(ValueError):
-    """A plan file that cannot be run: names the file, the key and what is allowed."""
 
 
 @dataclass
@@ -46,6 +41,10 @@ class Run:
     needs: tuple[str, ...] = ()  # notebooks whose runs must have finished first (their artifacts)
     alone: bool = False  # it measures time: the local executor runs nothing beside it
     gpu_hours: float | None = None  # the plan's estimate for this run (mlmlib.runs.budget)
+    # the MFU that estimate assumed for its training, and the timed loop (scripts/gpu_check.py's
+    # timing name) that stands for that training: a measured MFU replaces the assumed one
+    gpu_mfu: float | None = None
+    gpu_loop: str | None = None
     # `device: gpu`: it trains on a GPU, so it refuses to start where CUDA is absent and a SLURM
     # job asks for one GPU; `cpu`: it needs none and a SLURM job asks for none; None (left out):
     # cpu for the check, and SLURM's GPUs are what --gpus-per-run says
@@ -159,14 +158,9 @@ def load_plan(profile: str, only: list[str] | None = None) -> Plan:
     path = plans_dir() / f"{base or profile}.yaml"
     if not path.exists():
         raise PlanError(f"unknown profile {profile!r}: no {path}; available: {available_profiles()}")
-    data = _read_yaml(path)
-    if not isinstance(data, dict) or not isinstance(data.get("notebooks"), list):
-        raise PlanError(f"{path}: expected a mapping with a 'notebooks' list")
+    data = compose(path)
     if base:
         data = rehearsal_data(data, profile)
-    unknown = set(data) - {"description", "notebooks", "slurm"}
-    if unknown:
-        raise PlanError(f"{path}: unknown key(s) {sorted(unknown)}; allowed: description, notebooks, slurm")
     if not isinstance(data.get("slurm") or {}, dict):
         raise PlanError(f"{path}: 'slurm' must be a mapping (partition, time_min, cpus_per_run, ...)")
     plan = Plan(profile=profile, path=path, description=str(data.get("description", "")),
@@ -181,7 +175,7 @@ def load_plan(profile: str, only: list[str] | None = None) -> Plan:
             raise PlanError(f"{where}: expected a mapping, got {type(entry).__name__}")
         if only and entry.get("notebook") not in only:
             continue
-        plan.runs.extend(_expand(entry, where))
+        plan.runs.extend(_expand(entry, where, profile))
     for i, entry in enumerate(data["notebooks"]):  # needs: notebooks of entries above this one
         needs, above = entry.get("needs", []), names[:i]
         if not isinstance(needs, list) or any(n not in above for n in needs):
@@ -195,13 +189,6 @@ def load_plan(profile: str, only: list[str] | None = None) -> Plan:
                             "put the parameter that tells them apart in their grid")
         seen[name] = run.params
     return plan
-
-
-def _read_yaml(path: Path) -> Any:
-    try:
-        return yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise PlanError(f"{path}: not valid YAML: {exc}") from exc
 
 
 REHEARSAL = "-rehearsal"
@@ -235,7 +222,7 @@ def rehearsal_data(data: dict, profile: str) -> dict:
     Summaries read the rehearsal's own records.
     """
     path = rehearsal_overlay_path(profile[: -len(REHEARSAL)])
-    overlay = _read_yaml(path)
+    overlay = read_yaml(path)
     if not isinstance(overlay, dict) or not isinstance(overlay.get("notebooks"), dict):
         raise PlanError(f"{path}: expected a mapping with a 'notebooks' mapping (notebook -> sizes)")
     if set(overlay) - {"notebooks", "shared"}:
@@ -316,8 +303,9 @@ def _check_size(where: str, key: str, value: Any, planned: Any) -> None:
                         f"or lists of numbers), and the plan has {planned!r} there")
 
 
-def _expand(entry: dict, where: str) -> list[Run]:
-    """Validate one plan entry against its notebook's parameters and expand its grid."""
+def _expand(entry: dict, where: str, profile: str) -> list[Run]:
+    """Validate one plan entry against its notebook's parameters and expand its grid; a summary
+    (a notebook with a `profile` parameter) reads `profile`'s records unless the entry says."""
     unknown = set(entry) - ENTRY_KEYS
     if unknown:
         raise PlanError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(ENTRY_KEYS)}")
@@ -360,10 +348,20 @@ def _expand(entry: dict, where: str) -> list[Run]:
     if disk_gb is not None and (not _is_number(disk_gb) or not 0 < disk_gb < float("inf")):
         raise PlanError(f"{where}: disk_gb must be a positive number (the GB one run of the entry "
                         f"writes at its peak), got {disk_gb!r}")
+    gpu_mfu, gpu_loop = entry.get("gpu_mfu"), entry.get("gpu_loop")
+    if (gpu_mfu is None) != (gpu_loop is None) or (gpu_mfu is not None and gpu_hours is None):
+        raise PlanError(f"{where}: gpu_mfu and gpu_loop go together, beside gpu_hours (the MFU the "
+                        "estimate assumed and the timed loop that stands for its training)")
+    if gpu_mfu is not None and (not _is_number(gpu_mfu) or not 0 < gpu_mfu <= 1
+                                or not isinstance(gpu_loop, str)):
+        raise PlanError(f"{where}: gpu_mfu must be in (0, 1] and gpu_loop a timing's name, got "
+                        f"{gpu_mfu!r} and {gpu_loop!r}")
     device = entry.get("device")
     if device is not None and device not in DEVICES:
         raise PlanError(f"{where}: device must be one of {list(DEVICES)} (gpu: it trains on a GPU and "
                         f"refuses to start without CUDA; cpu: it needs none), got {device!r}")
+    if "profile" in declared and "profile" not in grid:
+        fixed = {**fixed, "profile": fixed.get("profile", profile)}
     runs = []
     for values in itertools.product(*grid.values()):
         params = {**fixed, **dict(zip(grid, values))}
@@ -372,6 +370,7 @@ def _expand(entry: dict, where: str) -> list[Run]:
             chapter=str(entry.get("chapter", "")), title=str(entry.get("title", name)),
             needs=tuple(entry.get("needs", [])), alone=entry.get("alone", False),
             gpu_hours=None if gpu_hours is None else float(gpu_hours), device=device,
+            gpu_mfu=None if gpu_mfu is None else float(gpu_mfu), gpu_loop=gpu_loop,
             disk_gb=None if disk_gb is None else float(disk_gb),
         ))
     return runs
