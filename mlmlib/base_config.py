@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mlmlib.objectives import MASK_RATE
+
 EMBEDDED = "embedded"
 MINILM = "minilm-l6"
 
@@ -36,7 +38,7 @@ class BaseModelConfig:
     steps: int = 600                # pretraining steps (minilm-l6: of its head fit)
     batch_size: int = 64
     lr: float = 1e-3
-    mask_rate: float = 0.15
+    mask_rate: float = MASK_RATE
     seed: int = 0
 
     def __post_init__(self) -> None:

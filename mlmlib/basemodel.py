@@ -17,6 +17,7 @@ import torch
 from mlmlib import cache, minilm
 from mlmlib.base_config import EMBEDDED, BaseModelConfig
 from mlmlib.models import ModelSize, bert_mlm, load_model, save_model, saved_files, size_of
+from mlmlib.objectives import MASK_RATE
 from mlmlib.pretrain import PretrainConfig, masked_lm_logits, pretrain
 from mlmlib.tokenize import encode_corpus, first_word_id, load_tokenizer
 
@@ -68,7 +69,7 @@ def classifier_size(name: str, mlm) -> ModelSize | str:
 
 
 def masked_predictions(model, tokenizer, texts: list[str], *, max_length: int = 64,
-                       mask_rate: float = 0.15, seed: int = 0, batch_size: int = 64):
+                       mask_rate: float = MASK_RATE, seed: int = 0, batch_size: int = 64):
     """Mask word pieces of texts (each by [MASK]) and predict them.
 
     Returns (row, target, prediction), one entry per masked piece: the text it came from (for

@@ -33,7 +33,9 @@ from torch import nn
 
 from mlmlib.masking import ELECTRA_SPLIT, mask_tokens
 from mlmlib.models import ModelSize, bert_mlm, electra
+from mlmlib.objectives import ELECTRA_DISC_WEIGHT, MASK_RATE
 from mlmlib.pretrain import PretrainConfig, param_groups, pretrain
+from mlmlib.speed import PRECISIONS
 
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
 NUM_SPECIAL = 5
@@ -50,7 +52,6 @@ PEAK_BF16_TFLOPS = [
     (("h100", "sxm"), 989.4, "NVIDIA H100 SXM datasheet: 1,979 TFLOPS bf16 with sparsity = 989.4 dense"),
     (("a100",), 312.0, "NVIDIA A100 datasheet: 624 TFLOPS bf16 with sparsity = 312 dense (SXM and PCIe)"),
 ]
-PRECISIONS = ("auto", "fp32", "bf16")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
@@ -200,7 +201,7 @@ def trainer_mlm(model, data: dict, batch_size: int, measure: int, lr: float = 5e
     tokens_per_step = batch_size * data["input_ids"].shape[1]
     dataset = Dataset.from_dict({k: v.tolist() for k, v in data.items()})
     collator = DataCollatorForLanguageModeling(_tokenizer(model.config.vocab_size),
-                                               mlm_probability=0.15)
+                                               mlm_probability=MASK_RATE)
     times = {}
 
     class Clock(TrainerCallback):
@@ -252,7 +253,7 @@ def plain_electra(pair, data: dict, batch_size: int, measure: int, lr: float = 5
             t0 = time.perf_counter()
         idx = torch.randint(n, (batch_size,), generator=g)
         ids, attention = data["input_ids"][idx], data["attention_mask"][idx]
-        corrupted, masked = mask_tokens(ids, 0.15, generator=g, mask_id=MASK,
+        corrupted, masked = mask_tokens(ids, MASK_RATE, generator=g, mask_id=MASK,
                                         vocab_size=pair.config.vocab_size,
                                         special_mask=data["special_tokens_mask"][idx].bool(),
                                         split=ELECTRA_SPLIT)
@@ -268,7 +269,7 @@ def plain_electra(pair, data: dict, batch_size: int, measure: int, lr: float = 5
             disc_input = ids.masked_scatter(masked, samples)
             disc = pair.discriminator(input_ids=disc_input, attention_mask=attention,
                                       labels=(disc_input != ids).long())
-            loss = gen.loss + 50.0 * disc.loss
+            loss = gen.loss + ELECTRA_DISC_WEIGHT * disc.loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(pair.parameters(), 1.0)
         optimizer.step()
@@ -293,7 +294,7 @@ def run(vocab: int = 8000, hidden: int = 128, layers: int = 2, heads: int = 2, s
     data = make_data(vocab, seq, max(batch_size * 4 * measure, 256), seed)
     base_mlm = bert_mlm(size, seed=seed)
     base_pair = electra(size, seed=seed)
-    masked_per_step = 0.15 * batch_size * (seq - 2)
+    masked_per_step = MASK_RATE * batch_size * (seq - 2)
     tokens = batch_size * seq
     methods = []
     if "mlm" in tasks:

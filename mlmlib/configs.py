@@ -66,7 +66,9 @@ def build(cls: type, overrides: dict | None, parameter: str):
 
 
 def resolve(cls: type, overrides: dict | None) -> dict[str, Any]:
-    """Every field of the group: the dataclass defaults overridden by `overrides` (plain values)."""
+    """Every field of the group: the dataclass defaults overridden by `overrides` (plain values),
+    then completed by the group's `resolve_fields(values)` where it has one (a field whose None
+    stands for a value the group derives, such as a named preset's sizes)."""
     values = {}
     for f in dataclasses.fields(cls):
         if not f.init:
@@ -76,6 +78,9 @@ def resolve(cls: type, overrides: dict | None) -> dict[str, Any]:
         elif f.default_factory is not dataclasses.MISSING:
             values[f.name] = f.default_factory()
     values.update(overrides or {})
+    complete = getattr(cls, "resolve_fields", None)
+    if complete is not None:
+        values = complete(values)
     return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
 
 

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from mlmlib import cache
 from mlmlib.minilm_package import MODULE, NAME, PACKAGE, minilm_dir, minilm_tokenizer
 from mlmlib.models import ATTENTION, load_model, quiet_transformers, save_model, saved_files, size_of
+from mlmlib.objectives import MASK_RATE
 from mlmlib.pretrain import PretrainConfig, pretrain
 from mlmlib.tokenize import encode_corpus, first_word_id
 
@@ -39,7 +40,7 @@ class HeadFit:
     steps: int = 300
     batch_size: int = 32
     lr: float = 1e-3
-    mask_rate: float = 0.15
+    mask_rate: float = MASK_RATE
     seed: int = 0
 
 

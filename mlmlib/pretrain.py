@@ -28,10 +28,10 @@ from transformers import BertForMaskedLM, ElectraForMaskedLM, get_linear_schedul
 from mlmlib import checkpoint as ckpt
 from mlmlib.masking import BERT_SPLIT, ELECTRA_SPLIT, check_rate, check_split, mask_tokens
 from mlmlib.models import ElectraPair
+from mlmlib.objectives import ELECTRA_DISC_WEIGHT, ELECTRA_TEMPERATURE, MASK_RATE
+from mlmlib.speed import PRECISIONS, Speed
 
 OBJECTIVES = ("mlm", "electra")
-# "bf16" on a CPU runs by autocast (correct, slower for models this small: "auto" keeps fp32 there)
-PRECISIONS = ("auto", "fp32", "bf16")
 
 
 def compile_unavailable() -> str | None:
@@ -49,7 +49,7 @@ class PretrainConfig:
     """Settings of one pretraining run (defaults: a few-second CPU smoke run)."""
 
     objective: str = "mlm"  # "mlm" | "electra"
-    mask_rate: float = 0.15
+    mask_rate: float = MASK_RATE
     split: tuple[float, float, float] | None = None  # None: BERT 80/10/10, ELECTRA 85/0/15
     whole_word: bool = False  # needs data["word_ids"]
     steps: int = 100
@@ -60,14 +60,14 @@ class PretrainConfig:
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-6
     grad_clip: float | None = 1.0  # None or 0: no clipping
-    disc_weight: float = 50.0  # ELECTRA's discriminator loss weight
+    disc_weight: float = ELECTRA_DISC_WEIGHT  # ELECTRA's discriminator loss weight
     gen_weight: float = 1.0
-    temperature: float = 1.0  # ELECTRA generator sampling temperature
+    temperature: float = ELECTRA_TEMPERATURE  # ELECTRA generator sampling temperature
     log_every: int = 10
     checkpoint_every: int = 0  # 0: no checkpoints
     seed: int = 0
-    compile: bool = False  # torch.compile the step (pays off on GPU, long runs)
-    precision: str = "auto"  # PRECISIONS: "auto" (bf16 on a GPU that has it), "fp32" or "bf16"
+    compile: bool = Speed.compile  # torch.compile the step (pays off on GPU, long runs)
+    precision: str = Speed.precision  # PRECISIONS: "auto" (bf16 on a GPU that has it), "fp32", "bf16"
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:

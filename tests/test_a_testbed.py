@@ -18,7 +18,7 @@ from tests.test_distributional import TINY
 
 
 def language(seed: int = 3) -> syn.Language:
-    return syn.make_language(dist.Setup(**TINY).with_seeds(seed, 0).language())
+    return syn.make_language(dist.Setup(**TINY).with_seeds(seed, 0).language_config())
 
 
 # ---------------------------------------------------------------- balanced sets

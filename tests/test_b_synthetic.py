@@ -3,6 +3,7 @@ errors, the claims on hand-made records, and a tiny run of the seed function."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -25,9 +26,8 @@ from mlmlib.pretrain import Objective, PretrainConfig
 
 N = 10  # synonym sets
 S = tb.NUM_SPECIAL
-TINY = {"n_sets": 12, "n_states": 60, "n_patterns": 2, "pattern_length": 2, "pattern_set_size": 1,
-        "corpus_size": 48, "corpus_length": 12, "probe_size": 24, "hidden": 16, "layers": 1, "heads": 2,
-        "steps": 4, "batch_size": 8, "log_every": 2}
+TINY = {"language": "tiny", "corpus_size": 48, "corpus_length": 12, "probe_size": 24, "hidden": 16,
+        "layers": 1, "heads": 2, "steps": 4, "batch_size": 8, "log_every": 2}
 TINY_FT = {"train_size": 32, "valid_size": 16, "test_size": 24, "length": 12, "max_steps": 3, "eval_every": 2}
 
 
@@ -368,8 +368,7 @@ def test_no_records_give_not_measured_rows():
 
 def test_majority_baselines_regenerate_the_runs_test_sets():
     record = {"info": {"language_seed": 0, "pretrain_seed": 0},
-              "setup": {k: TINY[k] for k in ("n_sets", "n_states", "n_patterns", "pattern_length",
-                                              "pattern_set_size")},
+              "setup": dataclasses.asdict(syn.LANGUAGES["tiny"]),
               "finetune": {**TINY_FT, "balanced": False}}  # balanced sets: 0.5 everywhere
     (row,) = sc.majority_baselines(pd.DataFrame([record])).to_dict("records")
     lang = syn.make_language(syn.LanguageConfig(**record["setup"], seed=0))

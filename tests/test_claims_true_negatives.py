@@ -553,11 +553,15 @@ def test_scorecard_rows_carry_majority_units_and_say_not_measured():
 
 
 def test_departures_from_the_paper_recipe_are_listed_with_their_reasons():
-    ours = [{"temperature": 3.0, "lr": 0.0005, "start": {"base": "minilm-l6"}, "steps": 10,
-             "batch_size": 2, "max_length": 4}]
-    paper = [{"temperature": 1.0, "lr": 0.0005, "start": {"base": "scratch"}, "steps": 100,
-              "batch_size": 2, "max_length": 4}]
+    ours = [{"pretraining": {"temperature": 3.0, "lr": 0.0005, "steps": 10, "batch_size": 2},
+             "start": {"base": "minilm-l6"}, "corpus": {"max_length": 4}}]
+    paper = [{"pretraining": {"temperature": 1.0, "lr": 0.0005, "steps": 100, "batch_size": 2},
+              "start": {"base": "scratch"}, "corpus": {"max_length": 4}}]
     gone = claims.departures(ours, paper, claims.B1_DEPARTURES)
-    assert list(gone) == ["start.base minilm-l6 (paper profile: scratch)", "temperature 3.0 (paper profile: 1.0)"]
+    assert list(gone) == ["start.base minilm-l6 (paper profile: scratch)",
+                          "pretraining.temperature 3.0 (paper profile: 1.0)"]
     assert "departs from the paper: start.base minilm-l6" in claims.b1_dose(ours, paper)
+    assert claims.pretraining_tokens(ours[0]) == 10 * 2 * 4
+    timed = {"model": {"hidden": 256, "layers": 12}, "pretraining": {"batch_size": 4}}
+    assert claims.timing_dose([timed], []) == "hidden 256, 12 layers, batch 4"
     assert claims.departures(ours, [], claims.B1_DEPARTURES) == {}

@@ -17,9 +17,8 @@ from mlmlib.papers.distributional import config as groups
 from mlmlib.papers.distributional import synthetic as dist
 from mlmlib.runs.plans import notebook_parameters, notebooks_dir
 
-TINY = {"n_sets": 12, "n_states": 60, "n_patterns": 2, "pattern_length": 2, "pattern_set_size": 1,
-            "corpus_size": 64, "corpus_length": 16, "hidden": 16, "layers": 1, "heads": 2, "max_len": 40,
-            "steps": 5, "batch_size": 8}
+TINY = {"language": "tiny", "corpus_size": 64, "corpus_length": 16, "hidden": 16, "layers": 1, "heads": 2,
+        "max_len": 40, "steps": 5, "batch_size": 8}
 
 
 def plain_sweep(**fields) -> dist.Sweep:
@@ -168,7 +167,7 @@ def test_sweep_rejects_bad_input_before_training(work):
     with pytest.raises(ValueError, match="max_len"):
         dist.run_sweep(setup, plain_sweep(models=["scratch"], length=64), seed=0)
     with pytest.raises(ValueError, match="training size"):
-        dist.training_set(syn.make_language(setup.language()), 10, 8, 11, 0.0, seed=0)
+        dist.training_set(syn.make_language(setup.language_config()), 10, 8, 11, 0.0, seed=0)
     # a pretrained arm whose checkpoint was never built: a clear error, nothing trains
     with pytest.raises(FileNotFoundError, match="no MLM pretrained on 'mix'.*A2_synthetic_pretrain"):
         dist.run_sweep(setup, plain_sweep(models=["scratch", "with"], length=16), seed=0)
@@ -328,14 +327,16 @@ def test_group_constants_are_the_generators():
 def test_setup_key_holds_every_field_but_the_threshold_and_compile_and_the_seed_is_the_pages():
     setup = configs.build(dist.Setup, {"steps": 7, "lr": 1}, "setup")
     key = setup.key("mix")
+    # the language by its sizes, not by its preset's name
     assert set(key) == ({"corpus", "pretrain_seed", "language_seed"} | set(configs.fields(dist.Setup))
-                        - {"loss_threshold", "compile"})
+                        - {"loss_threshold", "compile", "language"})
+    assert key["n_sets"] == syn.LANGUAGES["smoke"].n_sets
     assert (key["steps"], key["lr"], key["pretrain_seed"], key["language_seed"]) == (7, 1, 0, 0)
     seeded = setup.with_pretrain_seed(4)
     assert seeded.key("mix") == {**key, "pretrain_seed": 4} and setup.pretrain_seed == 0
     other = seeded.with_seeds(2, 4)
     assert other.key("mix") == {**key, "pretrain_seed": 4, "language_seed": 2}
-    assert other.language().seed == 2 and other.with_pretrain_seed(5).language_seed == 2
+    assert other.language_config().seed == 2 and other.with_pretrain_seed(5).language_seed == 2
     for name in ("pretrain_seed", "language_seed"):  # set by the page's grid parameters
         with pytest.raises(ValueError, match=f"unknown field '{name}'"):
             configs.build(dist.Setup, {name: 3}, "setup")

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
+
+from mlmlib.runs.plans import planned_params
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "gpu_check.py"
@@ -75,10 +76,10 @@ def test_mfu_arithmetic_by_hand(gpu_check):
 
 def test_paper_sizes(gpu_check):
     """The GPU timings use the papers' shapes; paper A's vocabulary is the synthetic language's:
-    both alphabets of paper.yaml's n_sets plus [MASK], [PAD], [CLS] (synthetic.vocab_size)."""
-    plan = yaml.safe_load((ROOT / "notebooks" / "plans" / "paper.yaml").read_text())
-    a2 = next(r for r in plan["notebooks"] if r["notebook"] == "A2_synthetic_pretrain")
-    assert gpu_check.PAPER_A_VOCAB == 2 * a2["params"]["setup"]["n_sets"] + 3
+    both alphabets of the paper plan's n_sets (its language's) plus [MASK], [PAD], [CLS]
+    (synthetic.vocab_size)."""
+    for a2 in planned_params("paper", "A2_synthetic_pretrain"):
+        assert gpu_check.PAPER_A_VOCAB == 2 * a2["setup"]["n_sets"] + 3
     setups = gpu_check.timing_setups(False, 300, 30, 128, 128, gpu_check.PAPER_A_VOCAB)
     electra, mlm = setups["electra_small_paper_b"], setups["bert_6x768_paper_a2"]
     assert (electra["hidden"], electra["layers"], electra["heads"], electra["embedding_size"],

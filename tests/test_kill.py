@@ -56,7 +56,8 @@ def _project(root: Path) -> None:
         if e["notebook"] == "C2_selective_mlm":
             e["grid"] = {"seed": [0]}
         if e["notebook"] == "B1_true_negatives_pretrain":  # resumable pretraining
-            e["params"] |= {"checkpoint_every": 2, "steps": 8}
+            e["params"]["pretraining"] = {**e["params"].get("pretraining", {}),
+                                          "checkpoint_every": 2, "steps": 8}
     (root / "notebooks" / "plans" / "kill.yaml").write_text(yaml.safe_dump({"notebooks": entries}))
 
 

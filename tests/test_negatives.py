@@ -1,4 +1,5 @@
-"""Tests for false-negative detection, hard correction and soft regularization (paper B)."""
+"""Tests for false-negative detection, hard correction, soft regularization, the registry of
+correction methods and the hook that applies them (paper B)."""
 
 from types import SimpleNamespace
 
@@ -7,7 +8,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from mlmlib.papers.true_negatives import claims
 from mlmlib.papers.true_negatives import negatives as neg
+from mlmlib.papers.true_negatives.arm_config import ArmConfig
+from mlmlib.papers.true_negatives.lookup_tables import neighbour_lookup, synonym_lookup
 
 VOCAB = ["[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]", "good", "great", "fine", "bad",
          "##ness", "car", "auto", "happy", "glad", "red"]
@@ -25,7 +29,7 @@ def ids(*toks):
 
 @pytest.fixture
 def lookup():
-    return neg.synonym_lookup(TABLE, VOCAB)
+    return synonym_lookup(TABLE, VOCAB)
 
 
 def test_false_negative_cases(lookup):
@@ -37,7 +41,7 @@ def test_false_negative_cases(lookup):
 
 
 def test_lookup_ignores_out_of_range_and_mapping_vocab():
-    lk = neg.synonym_lookup(TABLE, ID)  # a token -> id mapping works like a list
+    lk = synonym_lookup(TABLE, ID)  # a token -> id mapping works like a list
     assert lk.contains(torch.tensor([ID["good"], V + 3, -1]),
                        torch.tensor([ID["fine"], ID["good"], ID["good"]])).tolist() == [True, False, False]
     assert sorted(lk.partners(ID["good"])) == [ID["great"], ID["fine"]]
@@ -65,7 +69,7 @@ def test_object_table_with_synonyms_method():
         def synonyms(self, word, pos=None):
             return {"red": {"good"}}.get(word, set())
 
-    lk = neg.synonym_lookup(Table(), VOCAB, symmetric=False)
+    lk = synonym_lookup(Table(), VOCAB, symmetric=False)
     assert lk.pairs().tolist() == [[ID["red"], ID["good"]]]
 
 
@@ -195,7 +199,7 @@ def test_none_hook_only_reports(lookup):
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"method": "shield", "lam": -0.1}, "lam"),
-    ({"method": "magic"}, "method must be one of"),
+    ({"method": "magic"}, r"method must be one of \['none', 'shield', 'relabel', 'sr-word'"),
     ({"method": "shield+relabel"}, "at most one"),
     ({"method": "none+sr-word"}, "cannot be combined"),
     ({"method": "shield", "apply_to": "gen"}, "apply_to"),
@@ -214,23 +218,23 @@ def test_neighbour_lookup_toy_embedding():
     words = ["good", "great", "car", "auto", "bad", "##ness", "[CLS]"]
     vecs = np.array([[1, 0, 0], [0.95, 0.1, 0], [0, 1, 0], [0.05, 0.97, 0], [0, 0, 1],
                      [1, 0, 0], [1, 0.01, 0]], dtype=np.float32)
-    lk = neg.neighbour_lookup((words, vecs), VOCAB, top_k=1, threshold=0.9)
+    lk = neighbour_lookup((words, vecs), VOCAB, top_k=1, threshold=0.9)
     pairs = {tuple(p) for p in lk.pairs().tolist()}
     assert pairs == {(ID["good"], ID["great"]), (ID["great"], ID["good"]),
                      (ID["car"], ID["auto"]), (ID["auto"], ID["car"])}
     # "bad" has a nearest neighbour, but below the threshold; with no threshold it gets one
-    lk2 = neg.neighbour_lookup((words, vecs), VOCAB, top_k=1, threshold=None, symmetric=False)
+    lk2 = neighbour_lookup((words, vecs), VOCAB, top_k=1, threshold=None, symmetric=False)
     assert len(lk2.partners(ID["bad"])) == 1
     assert lk2.contains(ids("good"), ids("##ness")).item() is False
     with pytest.raises(ValueError, match="top_k"):
-        neg.neighbour_lookup((words, vecs), VOCAB, top_k=None, threshold=None)
+        neighbour_lookup((words, vecs), VOCAB, top_k=None, threshold=None)
 
 
 def test_neighbour_lookup_threshold_only_matches_bruteforce():
     rng = np.random.default_rng(0)
     words = VOCAB[5:]
     vecs = rng.normal(size=(len(words), 3)).astype(np.float32)
-    lk = neg.neighbour_lookup((words, vecs), VOCAB, top_k=None, threshold=0.5, block=3)
+    lk = neighbour_lookup((words, vecs), VOCAB, top_k=None, threshold=0.5, block=3)
     n = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
     sim = n @ n.T
     want = {(ID[words[i]], ID[words[j]]) for i in range(len(words)) for j in range(len(words))
@@ -247,3 +251,66 @@ def test_disc_accuracy_by_kind():
     assert acc["acc_original"] == 1.0 and acc["n_original"] == 1
     assert acc["acc_replaced"] == 1.0
     assert acc["acc_false_negative"] == 0.5 and acc["n_false_negative"] == 2
+
+
+# --------------------------------------------------------------------------- the registry
+
+
+def _combinations() -> list[str]:
+    """Every registered method alone, and every HC method with every SR method."""
+    hc = [name for name, m in neg.METHODS.items() if m.kind == neg.HC]
+    sr = [name for name, m in neg.METHODS.items() if m.kind == neg.SR]
+    return [*neg.METHODS, *(f"{h}+{s}" for h in hc for s in sr)]
+
+
+def test_every_registered_method_is_read_where_methods_are_named():
+    """parse_method, the kinds, an arm and its cost claim all follow the registry."""
+    checked = []
+    for name, method in neg.METHODS.items():
+        assert method.kind in (neg.HC, neg.SR) and callable(method.apply), name
+        assert neg.parse_method(name) == ((name, ()) if method.kind == neg.HC else (None, (name,)))
+        assert neg.method_kinds(name) == {method.kind}
+        assert ArmConfig("electra", name).method == name
+        claim = claims.HC_CLAIM if method.kind == neg.HC else claims.SR_CLAIM
+        assert claims.target_claim(f"electra/{name}@wordnet") == claim, name
+        checked.append(name)
+    assert checked == list(neg.METHODS) and len(checked) >= 5
+    assert neg.parse_method("none") == (None, ()) and neg.method_kinds("plain") == set()
+
+
+def test_the_hook_applies_each_method_as_its_kind_says(lookup):
+    """HC changes labels or weights (or adds a loss term) at false negatives; SR adds lam times
+    the loss it logs."""
+    ran = []
+    for name, method in neg.METHODS.items():
+        for apply_to in ("mlm", "disc"):
+            out = neg.make_hook(name, lookup, lam=0.5, apply_to=apply_to)(make_step())
+            if method.kind == neg.HC:
+                changed = [f for f in ("mlm_weights", "disc_labels", "disc_weights", "extra_loss")
+                           if getattr(out, f) is not None]
+                assert changed, (name, apply_to)
+            else:
+                logged = out.stats[name.replace("-", "_") + "_loss"]
+                assert out.extra_loss.item() == pytest.approx(0.5 * logged, rel=1e-5), name
+            ran.append((name, apply_to))
+    assert len(ran) == 2 * len(neg.METHODS)
+
+
+@pytest.mark.parametrize("apply_to", ["disc", "mlm", "both"])
+def test_statistics_on_the_device_change_nothing_else(lookup, apply_to):
+    """The hook with device_stats (as training runs it) gives exactly the output of the hook
+    without, its statistics as 0-d tensors of the same values."""
+    ran = []
+    for method in _combinations():
+        step = make_step()
+        a = neg.make_hook(method, lookup, apply_to=apply_to)(step)
+        b = neg.make_hook(method, lookup, apply_to=apply_to, device_stats=True)(step)
+        for name in ("mlm_weights", "disc_labels", "disc_weights", "extra_loss"):
+            x, y = getattr(a, name), getattr(b, name)
+            assert (x is None and y is None) or torch.equal(x, y), (method, name)
+        assert a.stats and a.stats.keys() == b.stats.keys(), method
+        for key, value in a.stats.items():
+            assert isinstance(value, float) and b.stats[key].dim() == 0, (method, key)
+            assert float(b.stats[key]) == pytest.approx(value), (method, key)
+        ran.append(method)
+    assert ran == _combinations() and set(neg.METHODS) < set(ran)

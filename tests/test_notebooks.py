@@ -109,7 +109,7 @@ def test_runs_that_need_the_base_use_the_base_built_before_them(profile):
             params = {"name": start["base"], "steps": start["base_steps"],
                       "max_sentences": start["base_max_sentences"],
                       "max_length": start["base_max_length"],
-                      "tokenizer": full_params(run.notebook, run.params)["tokenizer"]}
+                      "tokenizer": full_params(run.notebook, run.params)["corpus"]["tokenizer"]}
             built_here = [{k: b[k] for k in params} for b in built]
         else:
             params, built_here = _base_params(run), built

@@ -17,11 +17,11 @@ from mlmlib import checkpoint as ckpt
 from mlmlib.data import corpora, hub
 from mlmlib.papers.true_negatives import corpus
 from mlmlib.papers.true_negatives import packed_identity as ident
+from mlmlib.papers.true_negatives.corpus_config import Corpus
 from mlmlib.paths import PACKAGE_DIR
 from mlmlib.runs.plans import full_params, load_plan
 
 B0, B1, B2 = "B0_pack_corpus", "B1_true_negatives_pretrain", "B2_true_negatives_overhead"
-CORPUS_FIELDS = ("tokenizer", "corpus", "max_texts", "max_length", "pack")
 
 
 # ---------------------------------------------------------------- a source without a script
@@ -79,13 +79,13 @@ def test_a_source_that_needs_a_script_names_the_replacement():
                                          r"use corpus='openwebtext' instead"):
         corpora.check_corpus("Skylion007/openwebtext")
     with pytest.raises(ValueError, match="use corpus='openwebtext' instead"):  # fails at the config
-        corpus.CorpusConfig(corpus="Skylion007/openwebtext")
+        Corpus(corpus="Skylion007/openwebtext")
     with pytest.raises(ValueError, match="load_corpus: name='Skylion007/openwebtext'"):
         corpora.load_corpus("Skylion007/openwebtext")
     with pytest.raises(ValueError, match="name a revision of plain data files"):
         corpora.HubCorpus("Skylion007/openwebtext")
     with pytest.raises(ValueError, match="corpus='nope' is unknown; known corpora: austen"):
-        corpus.CorpusConfig(corpus="nope")
+        Corpus(corpus="nope")
 
 
 def test_the_mirror_downloads_the_corpus_at_its_revision():
@@ -100,7 +100,7 @@ def test_the_mirror_downloads_the_corpus_at_its_revision():
 
 # ---------------------------------------------------------------- the packed file's identity
 
-RECIPE = corpus.CorpusConfig(max_texts=100, max_length=16, pack=True).key()
+RECIPE = Corpus(max_texts=100, max_length=16, pack=True).key()
 
 
 @pytest.fixture
@@ -229,11 +229,11 @@ def packing(tmp_path, monkeypatch, wordpiece):
 
 
 def test_b1_reads_the_file_b0_packed_and_checks_it(packing, capsys):
-    config = corpus.CorpusConfig(max_texts=200, max_length=16, pack=True)
+    config = Corpus(max_texts=200, max_length=16, pack=True)
     folder = corpus.encoded_corpus(config)  # B0
     summary = corpus.corpus_summary(config, folder)
     assert summary["texts"] == 200 and summary["rows"] > 10 and summary["tokens"] == summary["rows"] * 16
-    data, _ = corpus.pretraining_data(corpus.CorpusConfig(max_texts=200, max_length=16, pack=True))  # B1
+    data, _ = corpus.pretraining_data(Corpus(max_texts=200, max_length=16, pack=True))  # B1
     assert len(packing) == 1  # packed once
     assert data["input_ids"].shape == (summary["rows"], 16)
     assert data[ckpt.DATA_IDENTITY] == ident.check_packed(folder / corpus.PACKED_FILE, config.key())
@@ -247,7 +247,7 @@ def test_b1_reads_the_file_b0_packed_and_checks_it(packing, capsys):
 
 
 def test_the_unpacked_corpus_is_cached_too(packing):
-    config = corpus.CorpusConfig(max_texts=50, max_length=16, pack=False)
+    config = Corpus(max_texts=50, max_length=16, pack=False)
     summary = corpus.corpus_summary(config, corpus.encoded_corpus(config))
     assert summary["rows"] <= 50 and summary["packed"] is False and packing == []
     data, _ = corpus.pretraining_data(config)
@@ -257,13 +257,13 @@ def test_the_unpacked_corpus_is_cached_too(packing):
 # ---------------------------------------------------------------- the plans
 
 def _corpus_of(notebook: str, params: dict) -> dict:
-    full = full_params(notebook, params)
-    return {k: full[k] for k in CORPUS_FIELDS}
+    """The run's corpus as its cache key has it (the preset's name aside: its values are here)."""
+    return {k: v for k, v in full_params(notebook, params)["corpus"].items() if k != "preset"}
 
 
 @pytest.mark.parametrize("profile", ["paper", "paper-rehearsal", "test"])
 def test_the_runs_that_need_b0_use_the_corpus_it_packed(profile):
-    """Same CorpusConfig (seed 0 on every page), same cache key: B1 and B2 never pack again."""
+    """Same corpus group (seed 0 unless a plan says), same cache key: B1 and B2 never pack again."""
     runs = load_plan(profile).runs
     packed = [_corpus_of(B0, r.params) for r in runs if r.notebook == B0]
     readers = [r for r in runs if B0 in r.needs]

@@ -19,9 +19,8 @@ from mlmlib.pretrain import PretrainConfig
 from mlmlib.runs.plans import full_params, load_plan, notebook_parameters, notebooks_dir
 
 A2, C2 = "A2_synthetic_pretrain", "C2_selective_mlm"
-TINY_A = {"n_sets": 12, "n_states": 60, "n_patterns": 2, "pattern_length": 2, "pattern_set_size": 1,
-          "corpus_size": 64, "corpus_length": 16, "hidden": 16, "layers": 1, "heads": 2, "max_len": 40,
-          "steps": 7, "batch_size": 8, "dropout": 0.1}  # dropout: the global generator is resumed too
+TINY_A = {"language": "tiny", "corpus_size": 64, "corpus_length": 16, "hidden": 16, "layers": 1, "heads": 2,
+          "max_len": 40, "steps": 7, "batch_size": 8, "dropout": 0.1}  # dropout: the global generator is resumed too
 
 
 class Stopped(Exception):

@@ -13,6 +13,7 @@ from mlmlib.data.synonyms import SynonymTable
 from mlmlib.finetune import FinetuneConfig
 from mlmlib.models import ModelSize, bert_mlm, electra, question_answerer
 from mlmlib.papers.true_negatives import arm_pretraining, downstream, qa, seed_run
+from mlmlib.papers.true_negatives.config import Finetune
 
 
 @pytest.fixture(scope="module")
@@ -224,6 +225,6 @@ def test_b1_fine_tunes_squad_into_a_row_like_the_other_tasks(tokenizer, squad_mi
 
 
 def test_b1_names_squad_among_the_known_tasks():
-    seed_run.check_parameters(["electra/none"], ["squad"], [0])
-    with pytest.raises(ValueError, match=r"unknown \['squad2'\].*squad"):
-        seed_run.check_parameters(["electra/none"], ["squad2"], [0])
+    seed_run.check_parameters(["electra/none"], Finetune(tasks=("squad",)))
+    with pytest.raises(ValueError, match=r"finetune.tasks: unknown \['squad2'\].*squad"):
+        seed_run.check_parameters(["electra/none"], Finetune(tasks=("squad2",)))

@@ -73,9 +73,12 @@ def overlay(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("notebooks: {B1_true_negatives_pretrain: {params: {tokenizer: embedded-wordpiece-8k}}}",
-     "params.tokenizer = 'embedded-wordpiece-8k': a rehearsal changes sizes only"),
-    ("notebooks: {B1_true_negatives_pretrain: {params: {tasks: [sst2]}}}", "changes sizes only"),
+    ("notebooks: {B1_true_negatives_pretrain: {params: {corpus: {tokenizer: embedded-wordpiece-8k}}}}",
+     "params.corpus.tokenizer = 'embedded-wordpiece-8k': a rehearsal changes sizes only"),
+    ("notebooks: {B1_true_negatives_pretrain: {params: {finetune: {tasks: [sst2]}}}}",
+     "changes sizes only"),
+    ("notebooks: {B2_true_negatives_overhead: {params: {model: {preset: smoke}}}}",
+     "params.model.preset = 'smoke': a rehearsal changes sizes only"),
     ("notebooks: {A3_synthetic_finetune: {params: {sweep: {bd2_curves: false}}}}",
      "params.sweep.bd2_curves = False: a rehearsal changes sizes only"),  # a flag inside a group
     ("notebooks: {B1_true_negatives_pretrain: {grid: {arms: [[electra/plain]]}}}",

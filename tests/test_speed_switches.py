@@ -1,58 +1,57 @@
-"""B1's and B2's speed switches (precision, torch.compile) as plan parameters: passed from the
-page through the arm's configuration into the training loop, where they take effect."""
+"""The speed group (precision, torch.compile, CPU threads) of B1, B2 and B4: one torch-free
+dataclass the pages take, passed through the arm's configuration into the training loop, where
+the switches take effect."""
 
 from __future__ import annotations
 
-import ast
-import dataclasses
-
-import nbformat
 import pytest
 import torch
 
+from mlmlib import configs
 from mlmlib import pretrain as pt
 from mlmlib.data.synonyms import SynonymTable
 from mlmlib.models import ModelSize
 from mlmlib.papers.true_negatives import arm_config, arm_pretraining, lookup_tables, overhead
 from mlmlib.papers.true_negatives import negatives as neg
+from mlmlib.papers.true_negatives import synthetic_testbed
+from mlmlib.papers.true_negatives.config import Pretraining
+from mlmlib.papers.true_negatives.synthetic_config import SyntheticSetup
 from mlmlib.pretrain import PretrainConfig
-from mlmlib.runs.plans import load_plan, notebook_parameters, notebooks_dir
+from mlmlib.runs.plans import full_params, load_plan
+from mlmlib.speed import PRECISIONS, Speed
 
 NOTEBOOKS = ("B1_true_negatives_pretrain", "B2_true_negatives_overhead")
-SWITCHES = ("precision", "compile")
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 VOCAB = SPECIALS + [f"w{i}" for i in range(20)]
 SIZE = ModelSize(vocab_size=len(VOCAB), hidden=16, layers=1, heads=2, max_len=12)
 
 
-def _config_keywords(notebook: str) -> dict[str, str]:
-    """The keywords of the page's PretrainConfig(...) call that take a parameter of the page."""
-    path = notebooks_dir() / f"{notebook}.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code"
-                     and "parameters" not in c.metadata.get("tags", []))
-    calls = [n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call)
-             and getattr(n.func, "id", None) == "PretrainConfig"]
-    assert len(calls) == 1, notebook
-    return {kw.arg: kw.value.id for kw in calls[0].keywords if isinstance(kw.value, ast.Name)}
-
-
-@pytest.mark.parametrize("notebook", NOTEBOOKS)
-def test_the_switches_are_page_parameters_passed_to_the_config(notebook):
-    params = notebook_parameters(str(notebooks_dir() / f"{notebook}.ipynb"))
-    passed = _config_keywords(notebook)
-    defaults = {f.name: f.default for f in dataclasses.fields(PretrainConfig)}
-    assert set(SWITCHES) <= set(defaults), f"PretrainConfig lacks a switch of {SWITCHES}"
-    for name in SWITCHES:
-        assert passed.get(name) == name, f"{notebook}: PretrainConfig({name}=...) is not the parameter"
-        assert params[name] == defaults[name], f"{notebook}: {name} defaults to {params[name]!r}"
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("compile_step", [False, True])
+def test_the_speed_group_reaches_every_pages_training_config(precision, compile_step, monkeypatch):
+    """B1's and B2's config (Pretraining.pretrain_config) and B4's (synthetic_testbed) take the
+    group's precision and compile."""
+    monkeypatch.setattr(pt, "compile_unavailable", lambda: None)
+    speed = configs.build(Speed, {"precision": precision, "compile": compile_step}, "speed")
+    b1_b2 = Pretraining().pretrain_config(0, speed)
+    b4 = synthetic_testbed.pretrain_config(SyntheticSetup(), 0, speed)
+    assert (b1_b2.precision, b1_b2.compile) == (b4.precision, b4.compile) == (precision, compile_step)
 
 
 def test_the_paper_plan_trains_b_in_bf16_without_compile():
     runs = [run for run in load_plan("paper").runs if run.notebook in NOTEBOOKS]
     assert {run.notebook for run in runs} == set(NOTEBOOKS), "the paper plan lacks a B run"
     for run in runs:
-        assert run.params["precision"] == "bf16" and not run.params.get("compile", False), run.slug
+        speed = full_params(run.notebook, run.params)["speed"]
+        assert speed["precision"] == "bf16" and not speed["compile"], run.slug
+
+
+def test_threads_are_set_only_when_asked(monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch, "set_num_threads", calls.append)
+    Speed().apply_threads()
+    Speed(torch_threads=2).apply_threads()
+    assert calls == [2]
 
 
 def test_a_switch_torch_cannot_honour_is_refused_naming_it(monkeypatch):
@@ -62,6 +61,8 @@ def test_a_switch_torch_cannot_honour_is_refused_naming_it(monkeypatch):
         PretrainConfig(compile=True)
     with pytest.raises(ValueError, match=r"precision must be one of \('auto', 'fp32', 'bf16'\)"):
         PretrainConfig(precision="fp16")
+    with pytest.raises(ValueError, match=r"^speed: precision must be one of \('auto', 'fp32'"):
+        configs.build(Speed, {"precision": "fp16"}, "speed")
 
 
 def _tables():

@@ -1,14 +1,13 @@
-"""Paper B glue: held-out synonyms, robustness test sets, HC wired into real training steps, errors."""
+"""Paper B glue: held-out synonyms, robustness test sets, HC wired into real training steps, the
+parameter groups and their presets, errors."""
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import importlib.util
 import re
 from types import SimpleNamespace
 
-import nbformat
 import pandas as pd
 import pytest
 import torch
@@ -19,6 +18,7 @@ from mlmlib.data.content_words import content_words, inflect
 from mlmlib.data.synonyms import SynonymTable, load_synonyms
 from mlmlib.finetune import FinetuneConfig
 from mlmlib.models import ModelSize, electra
+from mlmlib.objectives import ELECTRA_DISC_WEIGHT, MASK_RATE
 from mlmlib.papers.true_negatives import (
     arm_config,
     arm_pretraining,
@@ -31,10 +31,21 @@ from mlmlib.papers.true_negatives import (
     substitution,
 )
 from mlmlib.papers.true_negatives import negatives as neg
-from mlmlib.papers.true_negatives.config import APPLY_TO, Correction, Start, Table
-from mlmlib.papers.true_negatives.monitor import DeviceStatsHook, Injection, NegativesMonitor
+from mlmlib.papers.true_negatives import config as b_config
+from mlmlib.papers.true_negatives.config import (
+    APPLY_TO,
+    Correction,
+    Finetune,
+    Model,
+    Pretraining,
+    Start,
+    Table,
+)
+from mlmlib.papers.true_negatives.corpus_config import Corpus
+from mlmlib.papers.true_negatives.monitor import Injection, NegativesMonitor
 from mlmlib.pretrain import MaskedStep, Objective, PretrainConfig
-from mlmlib.runs.plans import notebook_parameters, notebooks_dir
+from mlmlib.runs.plans import full_params, notebook_groups, notebook_parameters, notebooks_dir
+from mlmlib.speed import Speed
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 MASK = 4
@@ -100,7 +111,7 @@ STOP_WORD_PAIRS = [("n", ["a", "adenine", "ampere"]), ("n", ["in", "indium"]), (
                    ("r", ["not", "non"])]
 
 
-@pytest.mark.parametrize("pos_rule", substitution.SUBSTITUTION_POS)
+@pytest.mark.parametrize("pos_rule", b_config.SUBSTITUTION_POS)
 def test_substitution_skips_stop_words_and_swaps_content_words(pos_rule):
     table = SynonymTable.from_synsets([*STOP_WORD_PAIRS, ("n", ["dog", "hound"])])
     texts = ["I can not keep a dog in a flat", "Two dogs can not stay in", "A can of beans"]
@@ -517,23 +528,23 @@ def test_a_chain_checkpoint_is_the_model_a_direct_run_stops_at(spec, on_disk, tm
 
 
 @pytest.mark.parametrize("checkpoints, message", [
-    ([4, 2], "parameter checkpoints must be increasing"),
-    ([2, 2], "parameter checkpoints must be increasing"),
-    ([0, 2], r"parameter checkpoints: \[0\] not allowed"),
-    ([2, 8], r"parameter checkpoints: \[8\] not allowed; each must be a step in \[1, steps=6\]"),
+    ([4, 2], "checkpoints must be increasing"),
+    ([2, 2], "checkpoints must be increasing"),
+    ([0, 2], r"checkpoints: \[0\] not allowed"),
+    ([2, 8], r"checkpoints: \[8\] not allowed; each must be a step in \[1, steps=6\]"),
     ([3], r"\[3\] not allowed; .* multiple of log_every=2"),
-    ("20", "parameter checkpoints must be a list of ints"),
-    ([2.0], "parameter checkpoints must be a list of ints"),
+    ("20", "checkpoints must be a list of ints"),
+    ([2.0], "checkpoints must be a list of ints"),
 ])
 def test_checkpoints_are_checked_before_training(checkpoints, message):
-    assert arm_pretraining.check_checkpoints([], 6, 2) == [6]
-    assert arm_pretraining.check_checkpoints([2, 4], 6, 2) == [2, 4, 6]
-    assert arm_pretraining.check_checkpoints([4, 6], 6, 4) == [4, 6]  # the last step: any
+    assert b_config.check_checkpoints([], 6, 2) == [6]
+    assert b_config.check_checkpoints([2, 4], 6, 2) == [2, 4, 6]
+    assert b_config.check_checkpoints([4, 6], 6, 4) == [4, 6]  # the last step: any
     with pytest.raises(ValueError, match=message):
-        arm_pretraining.check_checkpoints(checkpoints, 6, 2)
-    with pytest.raises(ValueError, match=message):
-        seed_run.check_parameters(["electra/none"], ["amazon-food"], [0], checkpoints=checkpoints,
-                                  steps=6, log_every=2)
+        b_config.check_checkpoints(checkpoints, 6, 2)
+    with pytest.raises(ValueError, match=r"^pretraining[:.] ?checkpoints"):  # the page's group
+        configs.build(Pretraining, {"steps": 6, "log_every": 2, "checkpoints": checkpoints},
+                      "pretraining")
 
 
 def test_scratch_is_finetuned_once_per_task_and_finetuning_seed(tmp_path, monkeypatch):
@@ -549,7 +560,7 @@ def test_scratch_is_finetuned_once_per_task_and_finetuning_seed(tmp_path, monkey
     monkeypatch.setattr(seed_run, "finetune_and_test", counting)
     data, tables, _, _ = toy_setup()
     config = PretrainConfig(steps=4, batch_size=8, log_every=2, seed=3)
-    fts = seed_run.finetune_configs([0, 1], 3, epochs=1, batch_size=8)
+    fts = seed_run.finetune_configs(Finetune(seeds=(0, 1), epochs=1, batch_size=8), 3)
     assert [ft.seed for ft in fts] == [3, 4]  # the pretraining seed varies the fine-tuning
     tasks = [toy_task("a"), toy_task("b")]
     arms = [arm_config.parse_arm("electra/none"), arm_config.parse_arm("electra/shield")]
@@ -607,37 +618,40 @@ def test_the_monitor_reads_its_statistics_once_per_logging_window(monkeypatch):
         assert result_rows[-1]["fn_rate_masked"] > 0
 
 
-def test_the_device_hook_gives_what_the_negatives_hook_gives():
+def test_training_runs_the_one_hook_with_its_statistics_on_the_device():
+    """The arm's monitor hands every step to negatives.NegativesHook itself (no copy of it), with
+    the arm's settings and device statistics; its output is that hook's."""
+    arm = arm_config.parse_arm("electra/shield+sr-word", Correction(lam=0.5, eps=0.2))
+    monitor = NegativesMonitor(arm, all_pairs(), VOCAB)
+    inner = monitor.inner
+    assert type(inner) is neg.NegativesHook and inner.device_stats
+    assert (inner.method, inner.lam, inner.eps, inner.tau, inner.apply_to) == (
+        "shield+sr-word", 0.5, 0.2, Correction.tau, "disc")
     torch.manual_seed(0)
-    vocab = len(VOCAB)
-    ids = torch.randint(len(SPECIALS), vocab - 2, (3, 8))
+    ids = torch.randint(len(SPECIALS), len(SPECIALS) + len(WORDS), (3, 8))
     masked = torch.rand(ids.shape) < 0.5
     masked[0, 0] = True
     targets = ids[masked]
     samples = torch.where(torch.rand(targets.shape) < 0.5, targets,
-                          torch.randint(len(SPECIALS), vocab - 2, targets.shape))
+                          torch.randint(len(SPECIALS), len(SPECIALS) + len(WORDS), targets.shape))
     step = MaskedStep(1, ids, torch.ones_like(ids), masked, targets,
-                      torch.randn(len(targets), vocab), samples, torch.randn(vocab, 8),
+                      torch.randn(len(targets), len(VOCAB)), samples, torch.randn(len(VOCAB), 8),
                       ids.masked_scatter(masked, samples))
-    for method in ("none", "shield", "relabel", "sr-word+sr-sentence", "shield+sr-smooth"):
-        for apply_to in ("disc", "mlm"):
-            a = neg.make_hook(method, all_pairs(), apply_to=apply_to)(step)
-            b = DeviceStatsHook(method, all_pairs(), apply_to=apply_to)(step)
-            for name in ("mlm_weights", "disc_labels", "disc_weights", "extra_loss"):
-                x, y = getattr(a, name), getattr(b, name)
-                assert (x is None and y is None) or torch.allclose(x, y), (method, name)
-            assert a.stats and a.stats.keys() == b.stats.keys(), method
-            for key, value in a.stats.items():
-                assert isinstance(b.stats[key], torch.Tensor)
-                assert float(b.stats[key]) == pytest.approx(value), (method, key)
+    out = monitor(step)
+    direct = neg.make_hook(arm.method, all_pairs(), lam=0.5, eps=0.2, apply_to="disc",
+                           device_stats=True)(step)
+    for name in ("mlm_weights", "disc_labels", "disc_weights", "extra_loss"):
+        x, y = getattr(out, name), getattr(direct, name)
+        assert (x is None and y is None) or torch.equal(x, y), name
+    assert out.stats.keys() == direct.stats.keys()
 
 
 @pytest.mark.parametrize("change, message", [
     ({"arms": []}, "parameter arms must be a non-empty list"),
-    ({"tasks": []}, "parameter tasks must be a non-empty list"),
-    ({"finetune_configs": []}, "parameter finetune_seeds must be a non-empty list"),
-    ({"finetune_configs": [FinetuneConfig(seed=0), FinetuneConfig(seed=0)]}, "finetune_seeds lists a value twice"),
-    ({"pooling": "max"}, "parameter pooling"),
+    ({"tasks": []}, "finetune.tasks must be a non-empty list"),
+    ({"finetune_configs": []}, "finetune.seeds must be a non-empty list"),
+    ({"finetune_configs": [FinetuneConfig(seed=0), FinetuneConfig(seed=0)]}, "finetune.seeds lists a value twice"),
+    ({"pooling": "max"}, "finetune.pooling must be one of"),
     ({"arms": [arm_config.parse_arm("electra/shield@glove-6b-50d")]}, r"no entry for source\(s\) \['glove-6b-50d'\]"),
 ])
 def test_run_arms_checks_its_input_before_training(change, message):
@@ -654,64 +668,110 @@ def test_run_arms_checks_its_input_before_training(change, message):
     ({"arms": []}, "parameter arms"),
     ({"arms": "electra/none"}, "parameter arms must be a non-empty list"),
     ({"arms": ["electra/none", "electra/none"]}, "parameter arms lists a value twice"),
-    ({"tasks": []}, "parameter tasks"),
-    ({"tasks": ["amazon-food", "imdbb"]}, r"parameter tasks: unknown \['imdbb'\]"),
-    ({"finetune_seeds": []}, "parameter finetune_seeds"),
-    ({"pooling": "max"}, "parameter pooling"),
-    ({"substitution_pos": "all"}, "parameter substitution_pos"),
+    ({"finetune": Finetune(tasks=("amazon-food", "imdbb"))}, r"finetune.tasks: unknown \['imdbb'\]"),
+    ({"finetune": Finetune(pooling="max")}, r"finetune.pooling must be one of \('cls', 'mean'\)"),
 ])
 def test_b1_parameters_are_checked_at_once(change, message):
-    kwargs = {"arms": ["electra/none", "electra/shield"], "tasks": ["amazon-food", "sst2", "squad"],
-              "finetune_seeds": [0, 1]}
+    kwargs = {"arms": ["electra/none", "electra/shield"],
+              "finetune": Finetune(tasks=("amazon-food", "sst2", "squad"), seeds=(0, 1))}
     seed_run.check_parameters(**kwargs)  # valid: no error
     with pytest.raises(ValueError, match=message):
         seed_run.check_parameters(**{**kwargs, **change})
 
 
-# --------------------------------------------------------------- notebook defaults
+# --------------------------------------------------------------- the parameter groups
 
-# Library calls in B1's and B2's code cells whose keywords take a plain notebook parameter.
-CONFIG_CALLS = {"CorpusConfig": corpus.CorpusConfig}
-GROUPS = {"table": Table, "correction": Correction, "start": Start}
-
-
-def passed_parameters(notebook: str) -> list[tuple[str, type, str]]:
-    """(parameter, dataclass, field) for each `field=parameter` keyword of a CONFIG_CALLS call."""
-    nb = nbformat.read(notebooks_dir() / f"{notebook}.ipynb", as_version=4)
-    params = notebook_parameters(str(notebooks_dir() / f"{notebook}.ipynb"))
-    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code"
-                     and "parameters" not in c.metadata.get("tags", []))
-    found = []
-    for node in ast.walk(ast.parse(code)):
-        if isinstance(node, ast.Call):
-            name = getattr(node.func, "attr", getattr(node.func, "id", None))
-            for kw in node.keywords if name in CONFIG_CALLS else []:
-                if isinstance(kw.value, ast.Name) and kw.value.id in params:
-                    found.append((kw.value.id, CONFIG_CALLS[name], kw.arg))
-    return found
+PAGES = {"B0_pack_corpus": {"corpus": Corpus},
+         "B1_true_negatives_pretrain": {"table": Table, "correction": Correction, "start": Start,
+                                        "corpus": Corpus, "model": Model,
+                                        "pretraining": Pretraining, "finetune": Finetune,
+                                        "speed": Speed},
+         "B2_true_negatives_overhead": {"corpus": Corpus, "model": Model,
+                                        "pretraining": Pretraining, "table": Table,
+                                        "correction": Correction, "speed": Speed}}
+# settings that live in a group: no page of paper B has them as plain parameters
+GROUPED = ("tokenizer", "max_texts", "max_length", "pack", "hidden", "layers", "heads",
+           "embedding_size", "generator_fraction", "steps", "batch_size", "lr", "warmup_frac",
+           "mask_rate", "disc_weight", "temperature", "log_every", "checkpoints",
+           "checkpoint_every", "warm_start_steps", "warm_start_seed", "tasks", "finetune_seeds",
+           "finetune_epochs", "pooling", "task_max_length", "max_train", "max_eval",
+           "precision", "compile", "torch_threads")
 
 
-@pytest.mark.parametrize("notebook", ["B1_true_negatives_pretrain", "B2_true_negatives_overhead"])
-def test_notebook_defaults_equal_the_dataclass_defaults(notebook):
-    """The corpus settings are plain parameters passed to CorpusConfig: same defaults on both
-    sides. The groups are `{}` in the notebook and name their class in its metadata."""
-    path = notebooks_dir() / f"{notebook}.ipynb"
-    params = notebook_parameters(str(path))
-    passed = passed_parameters(notebook)
-    assert {"tokenizer", "corpus", "max_texts", "max_length", "pack"} == {p for p, _, _ in passed}
-    wrong = []
-    for param, cls, name in passed:
-        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
-        assert name in defaults, f"{notebook}: {cls.__name__} has no field {name!r} (passed {param})"
-        if notebook.startswith("B1") and params[param] != defaults[name]:
-            wrong.append(f"parameter {param} = {params[param]!r} but {cls.__name__}.{name} "
-                         f"defaults to {defaults[name]!r}")
-    assert not wrong, f"{notebook}: " + "; ".join(wrong)
-    cell = next(c for c in nbformat.read(path, as_version=4).cells
-                if "parameters" in c.metadata.get("tags", []))
-    declared = {k: configs.load_class(v) for k, v in cell.metadata["mlmlib_groups"].items()}
-    assert declared == {k: GROUPS[k] for k in declared} and {"table", "correction"} <= set(declared)
-    assert all(params[k] == {} for k in declared)
+@pytest.mark.parametrize("notebook", [*PAGES, "B4_synthetic_true_negatives"])
+def test_the_pages_take_the_shared_groups(notebook):
+    """B0, B1 and B2 name the same classes for the groups they share (B4 the speed group), and
+    hold none of their fields as a plain parameter."""
+    path = str(notebooks_dir() / f"{notebook}.ipynb")
+    groups, params = notebook_groups(path), notebook_parameters(path)
+    for name, cls in PAGES.get(notebook, {"speed": Speed}).items():
+        assert groups[name] is cls, (notebook, name)
+    assert not set(GROUPED) & set(params), notebook
+    full_params(notebook, {})  # every group resolves, its presets included
+
+
+def test_b2_times_at_electra_smalls_geometry_on_b0s_corpus():
+    """B2's page defaults to the presets it is about; B0 packs the corpus B2 reads."""
+    b2, b0 = full_params("B2_true_negatives_overhead", {}), full_params("B0_pack_corpus", {})
+    assert b2["corpus"] == b0["corpus"] and b2["corpus"]["pack"] and b2["corpus"]["max_length"] == 128
+    assert {k: b2["model"][k] for k in ("hidden", "layers", "heads", "embedding_size")} == {
+        "hidden": 256, "layers": 12, "heads": 4, "embedding_size": 128}  # Clark et al. 2020
+    assert b2["pretraining"]["temperature"] == 1.0 and b2["pretraining"]["warm_start_steps"] == 0
+
+
+PRESET_GROUPS = [(Corpus, "corpus_config", "CORPUS_PRESETS"), (Model, "config", "MODEL_PRESETS"),
+                 (Pretraining, "config", "PRETRAINING_PRESETS")]
+
+
+def _presets(module: str, table: str) -> dict:
+    return getattr(importlib.import_module(f"mlmlib.papers.true_negatives.{module}"), table)
+
+
+@pytest.mark.parametrize("cls, module, table", PRESET_GROUPS)
+def test_each_preset_sets_what_it_names_and_resolves_as_it_builds(cls, module, table):
+    presets = _presets(module, table)
+    preset_fields = {f.name for f in dataclasses.fields(cls) if f.default is None} - {"warm_start_seed"}
+    ran = []
+    for name, values in presets.items():
+        assert set(values) == preset_fields, (cls.__name__, name)  # every preset sets them all
+        built = configs.build(cls, {"preset": name}, cls.__name__.lower())
+        assert {k: getattr(built, k) for k in values} == values
+        resolved = configs.resolve(cls, {"preset": name})
+        assert resolved == json_like(dataclasses.asdict(built))  # records carry the numbers
+        ran.append(name)
+    assert ran == list(presets) and len(ran) >= 2
+    assert cls().preset == next(iter(presets))  # the first preset is the default (smoke's)
+
+
+def json_like(values: dict) -> dict:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
+
+
+def test_a_preset_size_can_be_overridden_alone():
+    model = configs.build(Model, {"preset": "electra-small", "hidden": 128}, "model")
+    assert (model.hidden, model.layers, model.embedding_size) == (128, 12, 128)
+    assert configs.resolve(Model, {"preset": "electra-small", "hidden": 128})["layers"] == 12
+    assert model.geometry() == {"hidden": 128, "layers": 12, "heads": 4, "embedding_size": 128}
+    assert Model().geometry()["embedding_size"] is None  # 0: the hidden width
+    corpus = configs.build(Corpus, {"preset": "packed", "max_texts": 10}, "corpus")
+    assert corpus.key() == {"tokenizer": "embedded-wordpiece-8k", "corpus": "embedded-english",
+                            "max_texts": 10, "max_length": 128, "pack": True, "seed": 0}
+
+
+@pytest.mark.parametrize("cls, parameter", [(Corpus, "corpus"), (Model, "model"),
+                                            (Pretraining, "pretraining")])
+def test_an_unknown_preset_names_the_parameter_and_the_presets(cls, parameter):
+    with pytest.raises(ValueError, match=rf"^{parameter}: preset must be one of \['smoke', "):
+        configs.build(cls, {"preset": "huge"}, parameter)
+
+
+def test_b2_refuses_what_only_a_chain_uses():
+    b_config.check_timing(configs.build(Pretraining, {"preset": "timing", "steps": 3}, "p"))
+    for field, value in (("checkpoints", [5]), ("warm_start_steps", 10), ("checkpoint_every", 2),
+                         ("log_every", 5), ("warm_start_seed", 1)):
+        group = configs.build(Pretraining, {"preset": "timing", field: value}, "pretraining")
+        with pytest.raises(ValueError, match=rf"pretraining.{field} = .*B2 times the steps"):
+            b_config.check_timing(group)
 
 
 def test_groups_check_their_fields_and_name_the_parameter():
@@ -726,17 +786,38 @@ def test_groups_check_their_fields_and_name_the_parameter():
         configs.build(Correction, {"apply_to": "generator"}, "correction")
     with pytest.raises(ValueError, match="start: generator='base' needs a pretrained base"):
         configs.build(Start, {"generator": "base"}, "start")
-    with pytest.raises(ValueError, match=r"correction: unknown field 'sr_eps'"):
-        configs.build(Correction, {"sr_eps": 0.2}, "correction")
+    for cls, name in ((Correction, "correction"), (Model, "model"), (Finetune, "finetune"),
+                      (Speed, "speed"), (Corpus, "corpus")):
+        with pytest.raises(ValueError, match=rf"{name}: unknown field 'sr_eps'"):
+            configs.build(cls, {"sr_eps": 0.2}, name)
+    bad = [(Corpus, {"max_texts": -1}, r"max_texts must be an int >= 1, or 0 \(all\)"),
+           (Corpus, {"preset": "packed", "max_length": 2}, "max_length must be an int >= 3"),
+           (Corpus, {"corpus": "nope"}, "corpus='nope' is unknown"),
+           (Model, {"hidden": 30, "heads": 4}, r"hidden \(30\) must be a multiple of heads"),
+           (Model, {"generator_fraction": 1.5}, r"generator_fraction must be in \(0, 1\]"),
+           (Pretraining, {"steps": 0}, "steps must be an int >= 1"),
+           (Pretraining, {"mask_rate": 1.5}, r"mask_rate must be in \(0, 1\)"),
+           (Pretraining, {"warm_start_seed": -1}, "warm_start_seed must be an int >= 0 or None"),
+           (Finetune, {"tasks": []}, "tasks must be a non-empty list"),
+           (Finetune, {"seeds": [0, 0]}, "seeds lists a value twice"),
+           (Finetune, {"substitution_pos": "all"}, "substitution_pos must be one of"),
+           (Finetune, {"substitution_rate": 0}, r"substitution_rate must be in \(0, 1\]"),
+           (Speed, {"precision": "fp16"}, r"precision must be one of \('auto', 'fp32', 'bf16'\)"),
+           (Speed, {"torch_threads": -1}, "torch_threads must be an int >= 0")]
+    for cls, overrides, message in bad:
+        name = cls.__name__.lower()
+        with pytest.raises(ValueError, match=f"^{name}: {message}"):
+            configs.build(cls, overrides, name)
 
 
-def test_group_module_is_light_and_matches_the_method():
-    """The plan loader reads config.py: no torch at import. Its targets are negatives.APPLY_TO
+def test_group_modules_are_light_and_match_the_method():
+    """The plan loader reads the groups: no torch at import. The targets are negatives.APPLY_TO
     plus "auto", and the head fit's defaults are the base model page's."""
     import subprocess
     import sys
 
-    code = ("import sys, mlmlib.papers.true_negatives.config; "
+    code = ("import sys, mlmlib.papers.true_negatives.config, mlmlib.speed, "
+            "mlmlib.papers.true_negatives.corpus_config; "
             "sys.exit(any(m.split('.')[0] in ('torch', 'numpy', 'pandas') for m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
     assert APPLY_TO == ("auto", *neg.APPLY_TO)
@@ -745,6 +826,16 @@ def test_group_module_is_light_and_matches_the_method():
     base = BaseModelConfig()
     assert (Start().base_steps, Start().base_max_sentences, Start().base_max_length) == (
         base.steps, base.max_sentences, base.max_length)
+
+
+def test_the_pretraining_group_makes_the_loops_config():
+    speed = Speed(precision="fp32", compile=False)
+    group = configs.build(Pretraining, {"preset": "timing", "checkpoint_every": 0}, "pretraining")
+    config = group.pretrain_config(7, speed)
+    assert (config.steps, config.batch_size, config.lr, config.temperature, config.seed) == (
+        group.steps, group.batch_size, group.lr, group.temperature, 7)
+    assert (config.mask_rate, config.disc_weight, config.precision) == (
+        MASK_RATE, ELECTRA_DISC_WEIGHT, "fp32")
 
 
 def test_parse_arm_takes_the_correction_group():

@@ -1,45 +1,133 @@
 """Paper A's synthetic languages: synonym sets with two alphabets, two Markov chains, pattern labels.
 
-Read from the authors' released generator (see the paper notes); every size is a parameter.
-Token ids: alphabet A is 0..n_sets-1, alphabet B is n_sets..2*n_sets-1 (token a + n_sets is
-the synonym of a), and [MASK] is 2*n_sets. A label depends only on synonym-set ids, so
-swapping alphabets never changes it.
+Read from the authors' released generator (see the paper notes); every size is a parameter, and
+the sizes the pages use are named presets (`LANGUAGES`). Token ids: alphabet A is 0..n_sets-1,
+alphabet B is n_sets..2*n_sets-1 (token a + n_sets is the synonym of a), and [MASK] is 2*n_sets.
+A label depends only on synonym-set ids, so swapping alphabets never changes it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
 TEST_SETS = ("A-D1", "B-D1", "A-D2", "B-D2")
 CORPORA = ("mix", "shift")
+# The sizes that make a language (with a seed and p_next, its LanguageConfig).
+SIZE_FIELDS = ("n_sets", "n_states", "n_patterns", "pattern_length", "pattern_set_size")
+
+
+def _check_sizes(n_sets: int, n_states: int, pattern_length: int, pattern_set_size: int) -> None:
+    if n_sets < 2:
+        raise ValueError(f"n_sets must be >= 2, got {n_sets}")
+    if n_states < n_sets:
+        raise ValueError(f"n_states ({n_states}) must be >= n_sets ({n_sets})")
+    if pattern_length * pattern_set_size > n_sets:
+        raise ValueError("pattern_length * pattern_set_size must be <= n_sets "
+                         f"({pattern_length} * {pattern_set_size} > {n_sets})")
+
+
+@dataclass(frozen=True)
+class LanguageSizes:
+    """The sizes of one synthetic language: what a preset of `LANGUAGES` names."""
+
+    n_sets: int             # synonym sets; each has one token in alphabet A and one in B
+    n_states: int           # hidden states per Markov chain
+    n_patterns: int         # label patterns
+    pattern_length: int     # ordered slots per pattern
+    pattern_set_size: int   # synonym sets per pattern slot
+
+    def __post_init__(self) -> None:
+        for name in SIZE_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        _check_sizes(self.n_sets, self.n_states, self.pattern_length, self.pattern_set_size)
+
+    def config(self, seed: int = 0) -> LanguageConfig:
+        """The generator's config of the language drawn from `seed`."""
+        return LanguageConfig(**asdict(self), seed=seed)
+
+
+# The named languages; every page and plan chooses one by name (its sizes can be overridden one
+# by one). Corpus and labelled-set sizes are each page's own: they differ between testbeds on the
+# same language.
+LANGUAGES: dict[str, LanguageSizes] = {
+    # the test plan's and the rehearsals': seconds per page
+    "tiny": LanguageSizes(n_sets=12, n_states=60, n_patterns=2, pattern_length=2,
+                          pattern_set_size=1),
+    # B4's smoke and cpu language: half the smoke language's sets and states (B4 pretrains
+    # ELECTRA's generator and discriminator from scratch on it)
+    "small": LanguageSizes(n_sets=50, n_states=250, n_patterns=4, pattern_length=2,
+                           pattern_set_size=2),
+    # paper A's and C4's smoke and cpu language: shorter, easier patterns than the paper's, so
+    # that a tiny encoder learns the task
+    "smoke": LanguageSizes(n_sets=100, n_states=500, n_patterns=4, pattern_length=2,
+                           pattern_set_size=2),
+    # the authors' constants
+    "paper": LanguageSizes(n_sets=1000, n_states=5000, n_patterns=5, pattern_length=3,
+                           pattern_set_size=12),
+}
+
+
+def language_sizes(name: str, parameter: str = "language",
+                   **overrides: int | None) -> LanguageSizes:
+    """The preset `name` with the sizes given in `overrides` replacing its own (None: the
+    preset's); a ValueError naming `parameter` for an unknown name or size, or a bad size."""
+    if not isinstance(name, str) or name not in LANGUAGES:
+        raise ValueError(f"{parameter} = {name!r} is not a synthetic language; the presets: "
+                         f"{list(LANGUAGES)}")
+    unknown = sorted(set(overrides) - set(SIZE_FIELDS))
+    if unknown:
+        raise ValueError(f"{parameter}: {unknown} are not sizes of a language; its sizes: "
+                         f"{list(SIZE_FIELDS)}")
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return replace(LANGUAGES[name], **given)
+    except ValueError as exc:
+        raise ValueError(f"{parameter} {name!r} with {given}: {exc}") from None
+
+
+def set_language(group) -> LanguageSizes:
+    """Fill a parameter group's sizes (its SIZE_FIELDS; None: the preset's) from the preset its
+    `language` field names, frozen groups too; the sizes, or a ValueError as `language_sizes`."""
+    sizes = language_sizes(group.language, **{k: getattr(group, k) for k in SIZE_FIELDS})
+    for name in SIZE_FIELDS:
+        object.__setattr__(group, name, getattr(sizes, name))
+    return sizes
+
+
+def preset_fields(values: dict) -> dict:
+    """A group's fields (`values`, as mlmlib.configs.resolve holds them) with each size left None
+    taken from the preset `values["language"]` names: what the group stands for. An unknown name
+    leaves them None (building the group names the error)."""
+    name = values.get("language")
+    preset = LANGUAGES.get(name) if isinstance(name, str) else None
+    if preset is None:
+        return values
+    return {**values, **{k: getattr(preset, k) for k in SIZE_FIELDS if values.get(k) is None}}
+
+
+_PAPER = LANGUAGES["paper"]
 
 
 @dataclass
 class LanguageConfig:
-    """Sizes of one synthetic language; defaults are the authors' constants."""
+    """Sizes and seed of one synthetic language; defaults are the authors' constants."""
 
-    n_sets: int = 1000          # synonym sets; each has one token in alphabet A and one in B
-    n_states: int = 5000        # hidden states per Markov chain
-    p_next: float = 0.9         # probability of stepping to state i+1 (else to a fixed neighbour)
-    n_patterns: int = 5         # label patterns
-    pattern_length: int = 3     # ordered sets per pattern
-    pattern_set_size: int = 12  # synonym sets per pattern slot
+    n_sets: int = _PAPER.n_sets              # synonym sets; one token in alphabet A, one in B
+    n_states: int = _PAPER.n_states          # hidden states per Markov chain
+    p_next: float = 0.9  # probability of stepping to state i+1 (else to a fixed neighbour)
+    n_patterns: int = _PAPER.n_patterns      # label patterns
+    pattern_length: int = _PAPER.pattern_length      # ordered sets per pattern
+    pattern_set_size: int = _PAPER.pattern_set_size  # synonym sets per pattern slot
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.n_sets < 2:
-            raise ValueError(f"n_sets must be >= 2, got {self.n_sets}")
-        if self.n_states < self.n_sets:
-            raise ValueError(f"n_states ({self.n_states}) must be >= n_sets ({self.n_sets})")
         if not 0.0 <= self.p_next <= 1.0:
             raise ValueError(f"p_next must be in [0, 1], got {self.p_next}")
-        if self.pattern_length * self.pattern_set_size > self.n_sets:
-            raise ValueError(
-                "pattern_length * pattern_set_size must be <= n_sets "
-                f"({self.pattern_length} * {self.pattern_set_size} > {self.n_sets})"
-            )
+        _check_sizes(self.n_sets, self.n_states, self.pattern_length, self.pattern_set_size)
 
     @property
     def mask_id(self) -> int:

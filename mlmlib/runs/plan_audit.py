@@ -35,7 +35,7 @@ def restated_defaults(profile: str) -> list[str]:
             if name == "profile":
                 if value == profile:
                     found.append(f"{run.notebook}: profile = {value!r} (the plan's own)")
-            elif name in groups:
+            elif name in groups:  # the plan's mapping replaces the page's: the dataclass's
                 defaults = configs.resolve(groups[name], {})
                 resolved = configs.resolve(groups[name], value)
                 found += [f"{run.notebook}: {name}.{k} = {resolved[k]!r} (its default)"

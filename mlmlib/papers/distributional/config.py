@@ -53,17 +53,20 @@ def vocab_size(n_sets: int) -> int:
 class Setup:
     """Everything that defines a pretrained model: language, corpus, encoder shape, MLM training.
 
-    Every field is part of the model's cache key (`key`). The language and pretraining seeds are
-    not fields a page overrides: the claims' intervals vary them, so the pages take them as grid
-    parameters (A2: `language_seed` and `seed`; A3: `language_seed` and `pretrain_seed`) and set
-    them with `with_seeds`.
+    The fields that make the model are its cache key (`key`, `identity`). The language and
+    pretraining seeds are not fields a page overrides: the claims' intervals vary them, so the
+    pages take them as grid parameters (A2: `language_seed` and `seed`; A3: `language_seed` and
+    `pretrain_seed`) and set them with `with_seeds`.
     """
 
-    n_sets: int = 100             # synonym sets (the paper: 1000)
-    n_states: int = 500           # hidden states per chain (the paper: 5000)
-    n_patterns: int = 4           # label patterns (the paper: 5)
-    pattern_length: int = 2       # ordered slots per pattern (the paper: 3)
-    pattern_set_size: int = 2     # synonym sets per slot (the paper: 12)
+    # The synthetic language: a preset of mlmlib.data.synthetic.LANGUAGES (the paper: "paper").
+    # A size given below replaces the preset's; None keeps it (built, the group holds the sizes).
+    language: str = "smoke"
+    n_sets: int | None = None
+    n_states: int | None = None
+    n_patterns: int | None = None
+    pattern_length: int | None = None
+    pattern_set_size: int | None = None
     corpus_size: int = 4000       # pretraining sequences per corpus (the paper: 200k)
     corpus_length: int = 32       # tokens per pretraining sequence (the paper: 256)
     hidden: int = 64              # encoder width (the paper: 768)
@@ -86,7 +89,9 @@ class Setup:
     pretrain_seed: int = field(default=0, init=False)  # corpus draw, weight init, masking
 
     def __post_init__(self) -> None:
-        self.language()  # validates the language sizes
+        from mlmlib.data import synthetic as syn
+
+        syn.set_language(self)  # the preset's sizes where none is given; validates them
         if self.corpus_length + 1 > self.max_len:
             raise ValueError(f"corpus_length + 1 ([CLS]) must be <= max_len ({self.max_len}), "
                              f"got {self.corpus_length}")
@@ -112,7 +117,14 @@ class Setup:
         copy.language_seed, copy.pretrain_seed = language_seed, pretrain_seed
         return copy
 
-    def language(self):
+    @staticmethod
+    def resolve_fields(values: dict) -> dict:
+        """The group's fields, the preset's sizes in those left None (configs.resolve)."""
+        from mlmlib.data import synthetic as syn
+
+        return syn.preset_fields(values)
+
+    def language_config(self):
         """The generator's config (mlmlib.data.synthetic.LanguageConfig)."""
         from mlmlib.data import synthetic as syn
 
@@ -144,14 +156,15 @@ class Setup:
         """The pretraining corpus `mix` or `shift` (the same draw for the MLM and for CBOW)."""
         from mlmlib.data import synthetic as syn
 
-        lang = lang or syn.make_language(self.language())
+        lang = lang or syn.make_language(self.language_config())
         return syn.pretraining_corpus(lang, kind, self.corpus_size, self.corpus_length,
                                       seed=self.pretrain_seed + 1)
 
     def identity(self) -> dict:
-        """The fields that make a pretrained model: all but loss_threshold, which judges it, and
-        compile, which changes its speed only."""
-        return {k: v for k, v in asdict(self).items() if k not in ("loss_threshold", "compile")}
+        """The fields that make a pretrained model: all but loss_threshold, which judges it,
+        compile, which changes its speed only, and the preset's name (its sizes are here)."""
+        return {k: v for k, v in asdict(self).items()
+                if k not in ("loss_threshold", "compile", "language")}
 
     def key(self, corpus: str) -> dict:
         """The cache key of the model pretrained on `corpus`: the corpus and `identity`."""

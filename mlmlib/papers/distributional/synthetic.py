@@ -395,7 +395,7 @@ def run_sweep(setup: Setup, sweep: Sweep, seed: int, cbow: CbowConfig | None = N
 
     cbow = cbow or CbowConfig()
     pretrained = prepare(setup, sweep, build_missing, log)  # all checks before anything trains
-    lang = syn.make_language(setup.language())
+    lang = syn.make_language(setup.language_config())
     tests = {k: (encode(t, setup.n_sets), y) for k, (t, y) in
              test_sets(lang, sweep.test_sets, sweep.test_size, sweep.length, setup.language_seed,
                        sweep.balanced).items()}

@@ -117,7 +117,7 @@ class ContinuedMLM:
     lr: float = 0.001               # paper: 5e-5 for bert-base
     # A dose-response: the step counts at which one chain per (arm, seed) is read (nested
     # checkpoints), increasing, the last equal to `steps`; 0 is the base itself. () : one dose,
-    # `steps`, trained with a decaying schedule as before. A chain keeps its learning rate
+    # `steps`, trained with a decaying schedule. A chain keeps its learning rate
     # constant after `warmup_steps`, so its state at a dose is that of a run to that dose.
     doses: tuple[int, ...] = ()
     warmup_steps: int = 0
@@ -192,11 +192,15 @@ class SyntheticSelective:
     the task text differs from what the base saw: `base_domain` and `task_set` build that shift.
     """
 
-    n_sets: int = 100               # synonym sets (paper A's language sizes, its smoke values)
-    n_states: int = 500
-    n_patterns: int = 4             # label patterns; their synonym sets are the task word list
-    pattern_length: int = 2
-    pattern_set_size: int = 2
+    # The synthetic language: a preset of mlmlib.data.synthetic.LANGUAGES (the paper plan:
+    # "paper"); its label patterns' synonym sets are the task word list. A size given below
+    # replaces the preset's; None keeps it (built, the group holds the sizes).
+    language: str = "smoke"
+    n_sets: int | None = None
+    n_states: int | None = None
+    n_patterns: int | None = None
+    pattern_length: int | None = None
+    pattern_set_size: int | None = None
     base_domain: str = "D1"         # the chain the base pretrains on (both alphabets mixed)
     task_set: str = "A-D2"          # the task's sequences: alphabet A of the other chain
     corpus_size: int = 4000         # the base's pretraining sequences
@@ -222,8 +226,10 @@ class SyntheticSelective:
     heldout_size: int = 500         # held-out task sequences for the masked-LM loss
 
     def __post_init__(self) -> None:
-        _positive(self, "n_sets", "n_states", "n_patterns", "pattern_length", "pattern_set_size",
-                  "corpus_size", "length", "hidden", "layers", "heads", "base_steps",
+        from mlmlib.data import synthetic as syn
+
+        syn.set_language(self)  # the preset's sizes where none is given; validates them
+        _positive(self, "corpus_size", "length", "hidden", "layers", "heads", "base_steps",
                   "base_batch_size", "task_size", "batch_size", "few_labels", "epochs",
                   "validation_size", "test_size", "heldout_size")
         _rate(self, "base_lr", "lr", "finetune_lr", "loss_threshold")
@@ -244,3 +250,10 @@ class SyntheticSelective:
             raise ValueError(f"synthetic.task_set {self.task_set!r} lies inside the base's pretraining "
                              f"domain (base_domain {self.base_domain!r}): the continued MLM would show "
                              "the base nothing new; take the task from the other chain")
+
+    @staticmethod
+    def resolve_fields(values: dict) -> dict:
+        """The group's fields, the preset's sizes in those left None (configs.resolve)."""
+        from mlmlib.data import synthetic as syn
+
+        return syn.preset_fields(values)

@@ -1,8 +1,9 @@
 """Paper B (Zhang et al. 2023): ELECTRA-style pretraining with false negatives corrected.
 
-The method is `negatives` (detection, hard correction, soft regularization); the experiment
-around it, one concept per module:
-- `config`: the parameter groups (table, correction, start), torch-free;
+The method is `negatives` (detection, hard correction, soft regularization, the registry of
+correction methods and the training-step hook); the experiment around it, one concept per module:
+- `config`, `corpus_config`: the parameter groups (table, correction, start, model, pretraining,
+  finetune; corpus), torch-free, with named presets (`presets`);
 - `sources`, `lookup_tables`: the correction table and the held-out WordNet pairs;
 - `corpus`: the pretraining text; `arm_config`: an arm ('electra/shield');
 - `monitor`: an arm's training-step hook and statistics; `arm_pretraining`: pretraining one arm;

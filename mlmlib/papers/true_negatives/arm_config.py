@@ -15,10 +15,10 @@ OBJECTIVES = ("electra", "mlm")
 @dataclass
 class ArmConfig:
     """One pretraining arm: objective, correction method and its settings (config.Correction's
-    fields, flat: they are part of a resumed checkpoint's identity as they were before)."""
+    fields, flat, as a training checkpoint's identity holds them: NegativesMonitor.identity)."""
 
     objective: str = "electra"
-    method: str = "none"  # negatives.METHODS or a '+' combination
+    method: str = neg.NONE  # a name of negatives.METHODS or a '+' combination
     lam: float = Correction.lam
     eps: float = Correction.eps
     tau: float = Correction.tau
@@ -29,7 +29,7 @@ class ArmConfig:
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
-        neg.parse_method(self.method)  # names the allowed methods
+        neg.parse_method(self.method)  # the registry's names, or a message naming them
         self.correction()  # lam and apply_to, checked where the group checks them
         if self.objective == "mlm" and self.apply_to in ("disc", "both"):
             raise ValueError("apply_to must be 'auto' or 'mlm' for objective 'mlm' (no discriminator)")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +14,7 @@ import torch
 
 from mlmlib.models import ModelSize, bert_mlm, electra, electra_from_bert
 from mlmlib.papers.true_negatives.arm_config import ArmConfig
-from mlmlib.papers.true_negatives.config import BASES, SCRATCH, Start
+from mlmlib.papers.true_negatives.config import BASES, SCRATCH, Start, check_checkpoints
 from mlmlib.papers.true_negatives.lookup_tables import Tables
 from mlmlib.papers.true_negatives.monitor import Injection, NegativesMonitor
 from mlmlib.pretrain import PretrainConfig, pretrain
@@ -44,24 +43,6 @@ class ArmResult:
         elif step != self.checkpoints[-1]:
             raise ValueError(f"no checkpoint at step {step}; checkpoints: {self.checkpoints}")
         return self.model
-
-
-def check_checkpoints(checkpoints: Sequence[int], steps: int, log_every: int) -> list[int]:
-    """The steps at which a chain is fine-tuned: `checkpoints` and `steps` itself, increasing.
-
-    Each must be an int in [1, steps] and a multiple of log_every (a logging window ends
-    there, so the statistics of the record's checkpoint row are the model's own).
-    """
-    if isinstance(checkpoints, (str, int)) or not all(
-            isinstance(c, int) and not isinstance(c, bool) for c in checkpoints):
-        raise ValueError(f"parameter checkpoints must be a list of ints, got {checkpoints!r}")
-    if any(b <= a for a, b in itertools.pairwise(checkpoints)):
-        raise ValueError(f"parameter checkpoints must be increasing, got {list(checkpoints)!r}")
-    bad = [c for c in checkpoints if not 1 <= c <= steps or (c % log_every and c != steps)]
-    if bad:
-        raise ValueError(f"parameter checkpoints: {bad} not allowed; each must be a step in "
-                         f"[1, steps={steps}] and a multiple of log_every={log_every}")
-    return [*checkpoints, steps] if not checkpoints or checkpoints[-1] != steps else list(checkpoints)
 
 
 class Snapshots:
@@ -123,7 +104,8 @@ class Snapshots:
 
 class SnapshotHook:
     """The arm's step hook (`NegativesMonitor`) that also copies the model at `snapshots` steps;
-    the monitor's identity and statistics pass through, so checkpoints resume as before."""
+    the monitor's identity and statistics pass through: a run with snapshots resumes from the
+    same checkpoints as one without."""
 
     def __init__(self, monitor: NegativesMonitor, snapshots: Snapshots, model: torch.nn.Module) -> None:
         self.monitor, self.snapshots, self.model = monitor, snapshots, model

@@ -149,7 +149,7 @@ def show_seed_curves(checkpoints: pd.DataFrame, downstream: pd.DataFrame) -> pd.
     curves = seed_curves(checkpoints, downstream)
     measures = [m for m in SEED_CURVES.values() if m in set(curves.get("measure", []))]
     if not measures:
-        print("the B1 records hold no checkpoints (records made before B1 fine-tuned its chains)")
+        print("the B1 records hold no checkpoints (their chains were not fine-tuned at checkpoints)")
         return curves
     fig, axes = plt.subplots(1, len(measures), figsize=(4.6 * len(measures), 3.8), squeeze=False)
     for ax, measure in zip(axes[0], measures):

@@ -97,10 +97,12 @@ def oriented(ci: stats.Interval) -> stats.Interval:
 
 
 def corrects_flagging(arm: str) -> bool:
-    """Whether an arm's correction acts on the discriminator's label at false negatives (shield,
-    relabel, alone or combined); soft regularisation acts on the embeddings instead."""
-    parts = arm.split("/", 1)[-1].split("@")[0].split("+")
-    return any(p in ("shield", "relabel") for p in parts)
+    """Whether an arm's correction acts on the discriminator's label at false negatives (an HC
+    method of negatives.METHODS, alone or combined); SR acts on the embeddings instead."""
+    # imported here: the page numbers read this module without the corrections' tensor code
+    from mlmlib.papers.true_negatives.negatives import HC, method_kinds
+
+    return HC in method_kinds(arm.split("/", 1)[-1].split("@")[0])
 
 
 def target_not_measured(arm: str) -> tuple[stats.Interval, str, str]:

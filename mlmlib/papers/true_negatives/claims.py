@@ -348,11 +348,16 @@ def step_cost(arms: pd.DataFrame) -> pd.DataFrame:
 
 
 def target_claim(arm: str) -> str | None:
-    """The cost claim an arm ('electra/sr-word@glove-6b-50d') is held to; None for plain and none."""
-    parts = arm.split("/", 1)[-1].split("@")[0].split("+")
-    if any(p.startswith("sr-") for p in parts):
+    """The cost claim an arm ('electra/sr-word@glove-6b-50d') is held to, by the kinds of its
+    methods (negatives.METHODS); None for plain and none."""
+    # imported here: the registry lives beside the corrections' tensor code, which the rest of
+    # the claims never needs
+    from mlmlib.papers.true_negatives.negatives import HC, SR, method_kinds
+
+    kinds = method_kinds(arm.split("/", 1)[-1].split("@")[0])
+    if SR in kinds:
         return SR_CLAIM  # SR's target holds for a combination with HC too
-    return HC_CLAIM if any(p in ("shield", "relabel") for p in parts) else None
+    return HC_CLAIM if HC in kinds else None
 
 
 def overhead_claims(overhead: pd.DataFrame) -> pd.DataFrame:
@@ -413,8 +418,9 @@ def summary(downstream: pd.DataFrame, overhead: pd.DataFrame) -> pd.DataFrame:
 
 
 def pretraining_tokens(params: dict) -> int:
-    """Tokens one arm's corrected pretraining reads: steps x batch x length."""
-    return int(params["steps"]) * int(params["batch_size"]) * int(params["max_length"])
+    """Tokens one arm's corrected pretraining reads: steps x batch x row length."""
+    return (int(setting(params, "pretraining.steps")) * int(setting(params, "pretraining.batch_size"))
+            * int(setting(params, "corpus.max_length")))
 
 
 def dose_text(ours: list[dict], paper: list[dict]) -> str:
@@ -432,7 +438,8 @@ def b1_dose(ours: list[dict], paper: list[dict]) -> str:
 def timing_dose(ours: list[dict], paper: list[dict]) -> str:
     """What B2 timed, ours against the paper profile's: the model's width and depth."""
     def model(p):
-        return f"hidden {p['hidden']}, {p['layers']} layers, batch {p['batch_size']}"
+        return (f"hidden {setting(p, 'model.hidden')}, {setting(p, 'model.layers')} layers, "
+                f"batch {setting(p, 'pretraining.batch_size')}")
     if not ours:
         return "not measured"
     return model(ours[0]) + (f" / {model(paper[0])}" if paper else "")
@@ -509,10 +516,11 @@ B1_DEPARTURES = {
     "start.base": "a pretrained MiniLM continued for a few steps stands in for pretraining from scratch",
     "synonym_rate": "WordNet synonyms injected into the generator's samples, so that false negatives "
                     "exist at this dose",
-    "temperature": "a generator this small samples frequent words at 1; the discriminator then "
-                   "stayed at 'every token is original' (design history)",
-    "generator_fraction": "the stand-in's generator, half as wide, learns within the dose",
-    "lr": "the stand-in continues a pretrained encoder",
+    "pretraining.temperature": "a generator this small samples frequent words at 1; the "
+                               "discriminator then stayed at 'every token is original' (design "
+                               "history)",
+    "model.generator_fraction": "the stand-in's generator, half as wide, learns within the dose",
+    "pretraining.lr": "the stand-in continues a pretrained encoder",
 }
 
 

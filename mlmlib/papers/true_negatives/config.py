@@ -1,16 +1,22 @@
-"""Paper B's parameter groups: the correction table, the correction's settings, the arms' start.
+"""Paper B's parameter groups: the table, the correction, the start, the model, the pretraining
+and the fine-tuning (the corpus's is `corpus_config`, the speed switches' `mlmlib.speed`).
 
-B1 and B2 take `table` and `correction`, B1 also `start`, each as one dict of overrides
-(mlmlib.configs). The defaults are the smoke profile's; each field's comment gives the
-paper's value where it differs, and "reconstructed" marks a setting the paper body did not
-give. Standard library only, so the plan loader can check a plan's groups without torch.
+Each page takes a group as one dict of overrides (mlmlib.configs). The defaults are B1's smoke
+run; `Model` and `Pretraining` also have named presets (`presets`), B2's among them. A field's
+comment gives the paper's value where it differs, and "reconstructed" marks a setting the paper
+body did not give. Standard library only, so the plan loader can check a plan's groups without
+torch.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mlmlib.base_config import MINILM, BaseModelConfig
+from mlmlib.objectives import ELECTRA_DISC_WEIGHT, ELECTRA_TEMPERATURE, MASK_RATE
+from mlmlib.papers.true_negatives.presets import fill, resolved
 
 # Where a correction acts: "auto" is the discriminator for ELECTRA, the MLM loss for MLM
 # (negatives.APPLY_TO names the explicit targets; a test keeps the two lists together).
@@ -18,6 +24,8 @@ APPLY_TO = ("auto", "both", "disc", "mlm")
 SCRATCH = "scratch"
 BASES = (SCRATCH, MINILM)  # where the arms' encoder starts
 GENERATORS = ("fresh", "base")  # ELECTRA's generator on a pretrained base (Start.generator)
+# Reconstructed: which words the robustness test may swap (the paper does not say).
+SUBSTITUTION_POS = ("unambiguous", "guessed")
 
 
 @dataclass(frozen=True)
@@ -105,3 +113,212 @@ class Start:
             return {"base": self.base}
         return {"base": self.base, "generator": "base", "base_steps": self.base_steps,
                 "base_max_sentences": self.base_max_sentences, "base_max_length": self.base_max_length}
+
+
+def _is_int(value, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_list(name: str, values) -> None:
+    """A list (`name`, as the page calls it) must be non-empty and repeat no value."""
+    if isinstance(values, (str, int)) or not len(values):
+        raise ValueError(f"{name} must be a non-empty list, got {values!r}")
+    if len(set(values)) != len(values):
+        raise ValueError(f"{name} lists a value twice: {list(values)!r}")
+
+
+MODEL_PRESETS = {
+    # B1's smoke encoder: a step in milliseconds on a CPU
+    "smoke": {"hidden": 64, "layers": 2, "heads": 2, "embedding_size": 0, "generator_fraction": 0.5},
+    # ELECTRA-small (Clark et al. 2020): factorised embeddings, a generator a quarter as wide
+    "electra-small": {"hidden": 256, "layers": 12, "heads": 4, "embedding_size": 128,
+                      "generator_fraction": 0.25},
+}
+
+
+@dataclass(frozen=True)
+class Model:
+    """The arms' encoder from scratch: a preset of MODEL_PRESETS, its sizes overridable one by
+    one (None: the preset's). On a pretrained base (`Start.base`) the base's geometry replaces
+    hidden, layers, heads and embedding_size; generator_fraction still sizes a fresh generator."""
+
+    preset: str = "smoke"  # paper: "electra-small"
+    hidden: int | None = None  # discriminator width
+    layers: int | None = None
+    heads: int | None = None
+    embedding_size: int | None = None  # factorised embeddings; 0: the hidden width
+    generator_fraction: float | None = None  # generator width / discriminator width
+
+    def __post_init__(self) -> None:
+        fill(self, MODEL_PRESETS)
+        for name in ("hidden", "layers", "heads"):
+            if not _is_int(getattr(self, name), 1):
+                raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")
+        if self.hidden % self.heads:
+            raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
+        if not _is_int(self.embedding_size, 0):
+            raise ValueError(f"embedding_size must be an int >= 1, or 0 (the hidden width), got "
+                             f"{self.embedding_size!r}")
+        if not _is_number(self.generator_fraction) or not 0 < self.generator_fraction <= 1:
+            raise ValueError(f"generator_fraction must be in (0, 1], got {self.generator_fraction!r}")
+
+    @staticmethod
+    def resolve_fields(values: dict) -> dict:
+        """The preset's values for the fields left None (mlmlib.configs.resolve)."""
+        return resolved(values, MODEL_PRESETS)
+
+    def geometry(self) -> dict:
+        """The encoder's sizes as mlmlib.models.ModelSize takes them (without vocabulary and length)."""
+        return {"hidden": self.hidden, "layers": self.layers, "heads": self.heads,
+                "embedding_size": self.embedding_size or None}
+
+
+def check_checkpoints(checkpoints: Sequence[int], steps: int, log_every: int) -> list[int]:
+    """The steps at which a chain is fine-tuned: `checkpoints` and `steps` itself, increasing.
+
+    Each must be an int in [1, steps] and a multiple of log_every (a logging window ends
+    there, so the statistics of the record's checkpoint row are the model's own).
+    """
+    if isinstance(checkpoints, (str, int)) or not all(
+            isinstance(c, int) and not isinstance(c, bool) for c in checkpoints):
+        raise ValueError(f"checkpoints must be a list of ints, got {checkpoints!r}")
+    if any(b <= a for a, b in itertools.pairwise(checkpoints)):
+        raise ValueError(f"checkpoints must be increasing, got {list(checkpoints)!r}")
+    bad = [c for c in checkpoints if not 1 <= c <= steps or (c % log_every and c != steps)]
+    if bad:
+        raise ValueError(f"checkpoints: {bad} not allowed; each must be a step in "
+                         f"[1, steps={steps}] and a multiple of log_every={log_every}")
+    return [*checkpoints, steps] if not checkpoints or checkpoints[-1] != steps else list(checkpoints)
+
+
+PRETRAINING_PRESETS = {
+    # B1's smoke chain, after a shared warm start: seconds per arm on a CPU
+    "smoke": {"steps": 100, "batch_size": 32, "lr": 0.002, "temperature": 3.0,
+              "warm_start_steps": 500},
+    # B2's timed steps: per arm and repetition, a few steps of a small batch (no warm start)
+    "timing": {"steps": 5, "batch_size": 4, "lr": 3e-3, "temperature": ELECTRA_TEMPERATURE,
+               "warm_start_steps": 0},
+}
+# What only a chain (B1) uses: B2 times steps of one training loop (`check_timing`).
+CHAIN_FIELDS = ("log_every", "checkpoints", "checkpoint_every", "warm_start_steps",
+                "warm_start_seed")
+
+
+@dataclass(frozen=True)
+class Pretraining:
+    """Each arm's pretraining: a preset of PRETRAINING_PRESETS (None: the preset's), ELECTRA's
+    published loss settings, and the chain's logging, checkpoints and shared warm start."""
+
+    preset: str = "smoke"
+    steps: int | None = None  # each arm's chain (B2: timed steps per arm) (ELECTRA-small: 1M)
+    batch_size: int | None = None  # (ELECTRA-small: 128)
+    lr: float | None = None  # (ELECTRA-small: 5e-4)
+    warmup_frac: float = 0.1  # (ELECTRA: 10k of 1M steps)
+    mask_rate: float = MASK_RATE
+    disc_weight: float = ELECTRA_DISC_WEIGHT
+    # generator sampling temperature (paper: 1; at 1 a smoke-size generator samples words a
+    # 2-layer discriminator never flags, hence the smoke preset's 3)
+    temperature: float | None = None
+    log_every: int = 50
+    # steps at which the chain is also fine-tuned: increasing, multiples of log_every, at most
+    # steps (empty: steps only; steps always is)
+    checkpoints: tuple[int, ...] = ()
+    checkpoint_every: int = 0  # steps between resumable checkpoints in the run folder (paper: 10000)
+    # shared uncorrected ELECTRA/MLM pretraining before the arms (paper: 0)
+    warm_start_steps: int | None = None
+    # None: each pretraining seed its own warm start; an int: one warm start (per objective)
+    # shared by every seed
+    warm_start_seed: int | None = None
+
+    def __post_init__(self) -> None:
+        fill(self, PRETRAINING_PRESETS)
+        for name, least in (("steps", 1), ("batch_size", 1), ("log_every", 1),
+                            ("checkpoint_every", 0), ("warm_start_steps", 0)):
+            if not _is_int(getattr(self, name), least):
+                raise ValueError(f"{name} must be an int >= {least}, got {getattr(self, name)!r}")
+        for name in ("lr", "temperature"):
+            if not _is_number(getattr(self, name)) or not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be a number > 0, got {getattr(self, name)!r}")
+        if not _is_number(self.warmup_frac) or not 0 <= self.warmup_frac < 1:
+            raise ValueError(f"warmup_frac must be in [0, 1), got {self.warmup_frac!r}")
+        if not _is_number(self.mask_rate) or not 0 < self.mask_rate < 1:
+            raise ValueError(f"mask_rate must be in (0, 1), got {self.mask_rate!r}")
+        if not _is_number(self.disc_weight) or self.disc_weight < 0:
+            raise ValueError(f"disc_weight must be a number >= 0, got {self.disc_weight!r}")
+        if self.warm_start_seed is not None and not _is_int(self.warm_start_seed, 0):
+            raise ValueError(f"warm_start_seed must be an int >= 0 or None (each seed its own), "
+                             f"got {self.warm_start_seed!r}")
+        check_checkpoints(self.checkpoints, self.steps, self.log_every)
+
+    @staticmethod
+    def resolve_fields(values: dict) -> dict:
+        """The preset's values for the fields left None (mlmlib.configs.resolve)."""
+        return resolved(values, PRETRAINING_PRESETS)
+
+    def pretrain_config(self, seed: int, speed):
+        """The training loop's mlmlib.pretrain.PretrainConfig for pretraining seed `seed`, with
+        the `speed` group's precision and compile (its objective is set per arm)."""
+        from mlmlib.pretrain import PretrainConfig
+
+        return PretrainConfig(steps=self.steps, batch_size=self.batch_size, lr=self.lr,
+                              warmup_frac=self.warmup_frac, mask_rate=self.mask_rate,
+                              disc_weight=self.disc_weight, temperature=self.temperature,
+                              log_every=self.log_every, checkpoint_every=self.checkpoint_every,
+                              seed=seed, precision=speed.precision, compile=speed.compile)
+
+
+def check_timing(pretraining: Pretraining) -> None:
+    """B2 times steps of one training loop: a chain's fields (CHAIN_FIELDS) have no effect there,
+    so a value other than its preset's is refused, naming the field."""
+    plain = Pretraining(preset=pretraining.preset)
+    for name in CHAIN_FIELDS:
+        if getattr(pretraining, name) != getattr(plain, name):
+            raise ValueError(f"pretraining.{name} = {getattr(pretraining, name)!r}: B2 times the "
+                             f"steps of one training loop, where {', '.join(CHAIN_FIELDS)} have "
+                             f"no effect; leave it at its preset's {getattr(plain, name)!r}")
+
+
+@dataclass(frozen=True)
+class Finetune:
+    """B1's fine-tuning of each checkpoint, and its robustness test: the same test examples with
+    held-out WordNet synonyms swapped in (`substitution`)."""
+
+    # paper: GLUE tasks, e.g. "sst2", "cola", and "squad" (SQuAD v1.1) (network)
+    tasks: tuple[str, ...] = ("amazon-food", "wordnet-lexname")
+    seeds: tuple[int, ...] = (0,)  # fine-tuning seeds, each added to the pretraining seed
+    epochs: int = 2
+    batch_size: int = 32
+    lr: float = 0.003
+    pooling: str = "mean"  # classifier head: mean of the token states, or "cls" (paper: cls)
+    max_length: int = 48  # tokens per example (a QA task: per question + context window)
+    max_train: int | None = 1000  # None: the whole training split
+    max_eval: int | None = 500  # test examples (None: all)
+    max_validation: int | None = None  # examples that pick the best epoch (None: max_eval)
+    substitution_rate: float = 0.5  # chance to swap each content word that has a held-out synonym
+    # words it may swap: "unambiguous" (one part of speech in WordNet) or "guessed" (also by
+    # context cues) (reconstructed)
+    substitution_pos: str = "unambiguous"
+
+    def __post_init__(self) -> None:
+        check_list("tasks", self.tasks)
+        check_list("seeds", self.seeds)
+        if not all(_is_int(s, 0) for s in self.seeds):
+            raise ValueError(f"seeds must be ints >= 0, got {list(self.seeds)!r}")
+        for name in ("epochs", "batch_size", "max_length"):
+            if not _is_int(getattr(self, name), 1):
+                raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")
+        for name in ("max_train", "max_eval", "max_validation"):
+            value = getattr(self, name)
+            if value is not None and not _is_int(value, 1):
+                raise ValueError(f"{name} must be an int >= 1 or None (all), got {value!r}")
+        if not _is_number(self.lr) or not self.lr > 0:
+            raise ValueError(f"lr must be a number > 0, got {self.lr!r}")
+        if not _is_number(self.substitution_rate) or not 0 < self.substitution_rate <= 1:
+            raise ValueError(f"substitution_rate must be in (0, 1], got {self.substitution_rate!r}")
+        if self.substitution_pos not in SUBSTITUTION_POS:
+            raise ValueError(f"substitution_pos must be one of {SUBSTITUTION_POS}, "
+                             f"got {self.substitution_pos!r}")

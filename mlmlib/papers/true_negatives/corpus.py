@@ -6,14 +6,13 @@ GPU runs that need it; B1 and B2 then find it under the same key (`pretraining_d
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from mlmlib.papers.true_negatives.corpus_config import Corpus
 from mlmlib.papers.true_negatives.packed_identity import (
     check_packed,
     packed_damage,
@@ -26,30 +25,7 @@ PACKED_FILE = "packed.int32"
 PACK_BATCH = 1000  # texts tokenized at once while packing: memory is bounded by this, not the corpus
 
 
-@dataclass
-class CorpusConfig:
-    """Which text and how it is cut into pretraining sequences."""
-
-    tokenizer: str = "embedded-wordpiece-8k"
-    corpus: str = "embedded-english"  # or a hub corpus: openwebtext, wikipedia (network)
-    max_texts: int | None = 8000  # texts drawn (seeded shuffle); None: all
-    max_length: int = 32
-    pack: bool = False  # concatenate texts into full-length chunks (long documents, paper scale)
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        from mlmlib.data.corpora import check_corpus
-
-        check_corpus(self.corpus)
-        if self.max_texts is not None and (isinstance(self.max_texts, bool) or self.max_texts < 1):
-            raise ValueError(f"max_texts must be an int >= 1 or None (all), got {self.max_texts!r}")
-
-    def key(self) -> dict:
-        """What identifies the encoded corpus (its cache key, its packed file's recipe)."""
-        return dataclasses.asdict(self)
-
-
-def encoded_corpus(config: CorpusConfig, tokenizer=None) -> Path:
+def encoded_corpus(config: Corpus, tokenizer=None) -> Path:
     """The cache folder of the encoded corpus, built first if missing (or damaged).
 
     Packed: one int32 file with its identity beside it, checked (a few blocks, never the whole
@@ -68,7 +44,7 @@ def encoded_corpus(config: CorpusConfig, tokenizer=None) -> Path:
 
         texts = load_corpus(config.corpus)["train"]
         order = np.random.default_rng(config.seed).permutation(len(texts))
-        if config.max_texts is not None:
+        if config.max_texts:  # 0: all
             order = order[: config.max_texts]
         texts = texts.select(np.sort(order).tolist())
         if config.pack:
@@ -87,7 +63,7 @@ def encoded_corpus(config: CorpusConfig, tokenizer=None) -> Path:
                         narrow=True)
 
 
-def pretraining_data(config: CorpusConfig) -> tuple[dict, Any]:
+def pretraining_data(config: Corpus) -> tuple[dict, Any]:
     """(tensors for `pretrain`, tokenizer); the encoded corpus is cached under its config.
 
     Packed corpora are kept as one int32 file, memory-mapped: rows are read when a batch
@@ -102,7 +78,7 @@ def pretraining_data(config: CorpusConfig) -> tuple[dict, Any]:
     return torch.load(folder / ENCODED_FILE, weights_only=True), tokenizer
 
 
-def corpus_summary(config: CorpusConfig, folder: Path) -> dict:
+def corpus_summary(config: Corpus, folder: Path) -> dict:
     """What the encoded corpus holds, for B0's table: texts, rows, tokens, size on disk."""
     if config.pack:
         identity = read_identity(folder / PACKED_FILE)

@@ -1,10 +1,10 @@
 """The training-step hook of one arm: whole-word false negatives, HC/SR, and what it logs.
 
-`NegativesMonitor` restricts false negatives to whole-word tokens, hands `negatives.make_hook`'s
-output to the training loop, and logs the discriminator's accuracy on original / replaced /
-false-negative positions; `Injection` is the CPU-scale stand-in that puts synonyms into
-ELECTRA's generator samples. Every statistic stays on the device until a log step reads it
-(`DeviceStatsHook`): a training step makes no host sync of its own.
+`NegativesMonitor` restricts false negatives to whole-word tokens, hands the output of the
+arm's `negatives.NegativesHook` to the training loop, and logs the discriminator's accuracy on
+original / replaced / false-negative positions; `Injection` is the CPU-scale stand-in that puts
+synonyms into ELECTRA's generator samples. Every statistic stays on the device until a log step
+reads it (the hook's `device_stats`): a training step makes no host sync of its own.
 """
 
 from __future__ import annotations
@@ -44,70 +44,6 @@ class Injection:
             raise ValueError(f"synonym_rate must be in [0, 1], got {self.rate!r}")
 
 
-class DeviceStatsHook(neg.NegativesHook):
-    """`negatives.NegativesHook` with its statistics kept as device tensors.
-
-    Why: the parent returns Python floats (a host sync per statistic per step, which stalls a
-    GPU every step); the training loop sums tensors over a log window and reads them once there.
-    The corrections are the parent's functions, applied exactly as the parent applies them (a
-    test compares the two outputs).
-    """
-
-    def __call__(self, step) -> neg.NegativesOutput:
-        """Run on one training step: detection, HC and SR as the parent, tensor statistics."""
-        out = neg.NegativesOutput()
-        targets, samples, masked = step.targets, step.samples, step.masked
-        fn = None
-        if self.table is not None:
-            if self.table.keys.device != targets.device:
-                self.table = self.table.to(targets.device)
-            fn = neg.false_negatives(targets, samples, self.table)
-            out.stats.update(device_fn_stats(targets, samples, fn))
-        self.last_fn = fn
-        on_mlm, on_disc = self.apply_to in ("both", "mlm"), self.apply_to in ("both", "disc")
-        extra: list[torch.Tensor] = []
-        if self.hc == "shield":
-            if on_mlm:
-                out.mlm_weights = neg.shield_mlm_weights(fn)
-            if on_disc:
-                out.disc_weights = neg.shield_disc_weights(fn, masked)
-        elif self.hc == "relabel":
-            if on_mlm:
-                extra.append(neg.relabel_mlm_correction(step.logits, targets, samples, fn))
-            if on_disc:
-                out.disc_labels = neg.relabel_disc_labels(step.input_ids, step.corrupted_ids, masked, fn)
-        expected = None
-        if {"sr-word", "sr-sentence"} & set(self.sr):
-            emb = step.embeddings if self.embed_grad else step.embeddings.detach()
-            expected = neg.expected_embeddings(step.logits, emb)
-        for kind in self.sr:
-            if kind == "sr-word":
-                loss = neg.sr_word_loss(step.logits, targets, step.embeddings,
-                                        embed_grad=self.embed_grad, expected=expected)
-            elif kind == "sr-smooth":
-                loss = neg.sr_smooth_loss(step.logits, targets, step.embeddings, eps=self.eps,
-                                          tau=self.tau)
-            else:
-                loss = neg.sr_sentence_loss(step.logits, step.input_ids, masked, step.embeddings,
-                                            attention_mask=getattr(step, "attention_mask", None),
-                                            embed_grad=self.embed_grad, expected=expected)
-            out.stats[kind.replace("-", "_") + "_loss"] = loss.detach().float()
-            extra.append(self.lam * loss)
-        if extra:
-            out.extra_loss = torch.stack(extra).sum()
-        return out
-
-
-def device_fn_stats(targets: torch.Tensor, samples: torch.Tensor, fn: torch.Tensor) -> dict:
-    """negatives.false_negative_stats as 0-d float tensors on the device (no host sync)."""
-    n_masked = torch.tensor(float(targets.numel()), device=targets.device)
-    n_replaced = (samples != targets).sum().float()
-    n_fn = fn.sum().float()
-    return {"n_masked": n_masked, "n_replaced": n_replaced, "n_fn": n_fn,
-            "fn_rate_replaced": n_fn / n_replaced.clamp_min(1),  # 0 where nothing was replaced
-            "fn_rate_masked": n_fn / n_masked.clamp_min(1)}
-
-
 def disc_counts(disc_logits: torch.Tensor, labels: torch.Tensor, fn_pos: torch.Tensor,
                 attention_mask: torch.Tensor | None) -> torch.Tensor:
     """[correct, n] for original, replaced and false-negative positions: (6,) on the device,
@@ -141,8 +77,8 @@ class NegativesMonitor:
         self.seed = seed
         self._inject_rng: torch.Generator | None = None
         self._inject_state: torch.Tensor | None = None  # restored state, applied at first use
-        self.inner = DeviceStatsHook(arm.method, table, lam=arm.lam, eps=arm.eps, tau=arm.tau,
-                                     apply_to=arm.target)
+        self.inner = neg.make_hook(arm.method, table, lam=arm.lam, eps=arm.eps, tau=arm.tau,
+                                   apply_to=arm.target, device_stats=True)
         # Vectorised whole-word test: one bool per vocabulary entry.
         self.continuation = torch.tensor([t.startswith("##") for t in vocab], dtype=torch.bool)
         self.log_every = log_every

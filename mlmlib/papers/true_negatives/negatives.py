@@ -6,12 +6,12 @@ differs from the original token but is a synonym of it: training still calls it 
 Pieces:
 - `PairLookup`: a sorted int64 set of (id_a, id_b) token pairs, looked up with
   `torch.searchsorted` (O(N log P), no Python loop at step time). Built from a synonym table
-  (`synonym_lookup`, e.g. WordNet) or from nearest neighbours in word-vector space
-  (`neighbour_lookup`, "word2vec/GloVe neighbours").
+  or from nearest neighbours in word-vector space (`lookup_tables`).
 - `false_negatives`, `false_negative_stats`: the indicator and its rates.
 - Hard correction (HC): "shield" (weight 0 at false negatives) and "relabel" (count them as
   correct). Soft regularization (SR): "sr-word", "sr-sentence", "sr-smooth".
-- `make_hook(...)`: a per-step hook for the training loop returning a `NegativesOutput`.
+- `METHODS`: the registry, method name -> its kind (HC or SR) and the function applying it.
+- `make_hook(...)`: the per-step hook for the training loop, returning a `NegativesOutput`.
 
 The paper body was not readable offline; every formula marked "reconstructed" is our design
 and switchable by a parameter (see the paper notes).
@@ -22,8 +22,7 @@ Convention: per-masked-position tensors (N,) are in the order of boolean indexin
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,13 +30,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-METHODS = ("none", "shield", "relabel", "sr-word", "sr-sentence", "sr-smooth")
-HC_METHODS = ("shield", "relabel")
-SR_METHODS = ("sr-word", "sr-sentence", "sr-smooth")
-APPLY_TO = ("both", "disc", "mlm")
+from mlmlib.papers.true_negatives.config import Correction
 
-# "[CLS]", "[unused3]", "<s>", "<pad>": special tokens of BERT / RoBERTa-style vocabularies.
-_SPECIAL_RE = re.compile(r"^(\[[^\[\]\s]+\]|<[^<>\s]+>)$")
+APPLY_TO = ("both", "disc", "mlm")
 
 
 # --------------------------------------------------------------------------- lookup tables
@@ -113,131 +108,6 @@ class PairLookup:
         keep = a != b  # a token is never its own false negative
         keys = np.unique(a[keep] * vocab_size + b[keep])
         return cls(torch.from_numpy(keys), int(vocab_size), source)
-
-
-def _vocab_list(vocab: Sequence[str] | Mapping[str, int]) -> list[str]:
-    """Tokens by id, from a list of tokens or a token -> id mapping."""
-    if isinstance(vocab, Mapping):
-        if not vocab:
-            raise ValueError("vocab must not be empty")
-        tokens = [""] * (max(vocab.values()) + 1)
-        for tok, i in vocab.items():
-            tokens[i] = tok
-        return tokens
-    tokens = list(vocab)
-    if not tokens:
-        raise ValueError("vocab must not be empty")
-    return tokens
-
-
-def whole_word_ids(
-    vocab: Sequence[str] | Mapping[str, int], special_tokens: Iterable[str] = ()
-) -> dict[str, int]:
-    """Map each whole-word token to its id: no '##' continuation pieces, no special tokens."""
-    special = set(special_tokens)
-    out: dict[str, int] = {}
-    for i, tok in enumerate(_vocab_list(vocab)):
-        if not tok or tok.startswith("##") or tok in special or _SPECIAL_RE.match(tok):
-            continue
-        out.setdefault(tok, i)
-    return out
-
-
-def _find(word: str, index: Mapping[str, int], lowercase: bool) -> int | None:
-    """Id of `word` in `index`, trying its lower-cased form too when `lowercase`."""
-    i = index.get(word)
-    if i is None and lowercase:
-        i = index.get(word.lower())
-    return i
-
-
-def synonym_lookup(
-    table: Any,
-    vocab: Sequence[str] | Mapping[str, int],
-    *,
-    special_tokens: Iterable[str] = (),
-    lowercase: bool = True,
-    symmetric: bool = True,
-) -> PairLookup:
-    """Pairs of whole-word vocabulary tokens that the synonym table calls synonyms.
-
-    `table` is a mapping word -> iterable of words, or any object with `.synonyms(word)`
-    (e.g. the WordNet `SynonymTable`). Multi-word synonyms never match a single token.
-    """
-    index = whole_word_ids(vocab, special_tokens)
-    get = table.synonyms if hasattr(table, "synonyms") else (lambda w: table.get(w, ()))
-    a: list[int] = []
-    b: list[int] = []
-    for word, i in index.items():  # build time only: one pass over the vocabulary
-        for syn in get(word) or ():
-            j = _find(syn, index, lowercase)
-            if j is not None and j != i:
-                a.append(i)
-                b.append(j)
-    return PairLookup.from_pairs(a, b, len(_vocab_list(vocab)), symmetric=symmetric,
-                                 source="synonyms")
-
-
-def _vector_parts(vectors: Any) -> tuple[list[str], dict[str, int], np.ndarray]:
-    """(words, word -> row, matrix): see mlmlib.data.vectors.vector_parts."""
-    from mlmlib.data.vectors import vector_parts
-
-    return vector_parts(vectors)
-
-
-def neighbour_lookup(
-    vectors: Any,
-    vocab: Sequence[str] | Mapping[str, int],
-    *,
-    top_k: int | None = 10,
-    threshold: float | None = 0.6,
-    symmetric: bool = True,
-    special_tokens: Iterable[str] = (),
-    lowercase: bool = True,
-    block: int = 1024,
-) -> PairLookup:
-    """Pairs of whole-word tokens that are nearest neighbours in word-vector space.
-
-    A pair (a, b) is kept when b is among a's `top_k` cosine neighbours (None: no limit) and
-    their cosine is >= `threshold` (None: no threshold). `vectors` has `.words` and
-    `.vectors` (as `load_vectors` returns) or is a (words, matrix) pair.
-    """
-    if top_k is None and threshold is None:
-        raise ValueError("neighbour_lookup needs top_k (int >= 1) or threshold (in [-1, 1]), or both")
-    if top_k is not None and top_k < 1:
-        raise ValueError(f"top_k must be an int >= 1 or None, got {top_k}")
-    if threshold is not None and not -1.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold must be in [-1, 1] or None, got {threshold}")
-    _, vindex, matrix = _vector_parts(vectors)
-    ids, rows = [], []
-    for tok, i in whole_word_ids(vocab, special_tokens).items():
-        r = _find(tok, vindex, lowercase)
-        if r is not None:
-            ids.append(i)
-            rows.append(r)
-    vocab_size = len(_vocab_list(vocab))
-    if len(ids) < 2:
-        return PairLookup(torch.zeros(0, dtype=torch.long), vocab_size, "vectors")
-    m = F.normalize(torch.from_numpy(matrix[rows]), dim=1)
-    tok_ids = torch.tensor(ids)
-    a_parts, b_parts = [], []
-    for start in range(0, len(ids), block):  # blocked: the full n x n matrix may not fit
-        sim = m[start:start + block] @ m.T
-        own = torch.arange(start, start + sim.shape[0])
-        sim[torch.arange(sim.shape[0]), own] = -2.0  # never one's own neighbour
-        if top_k is not None:
-            vals, cols = sim.topk(min(top_k, len(ids) - 1), dim=1)
-            keep = vals >= (threshold if threshold is not None else -2.0)
-            keep &= vals > -2.0
-            r_idx = own.unsqueeze(1).expand_as(cols)[keep]
-            c_idx = cols[keep]
-        else:
-            r_idx, c_idx = (sim >= threshold).nonzero(as_tuple=True)
-            r_idx = r_idx + start
-        a_parts.append(tok_ids[r_idx])
-        b_parts.append(tok_ids[c_idx])
-    return PairLookup.from_pairs(torch.cat(a_parts).numpy(), torch.cat(b_parts).numpy(),
-                                 vocab_size, symmetric=symmetric, source="vectors")
 
 
 # --------------------------------------------------------------------------- detection
@@ -342,7 +212,8 @@ def sr_word_loss(
 
 
 def smoothed_targets(
-    targets: torch.Tensor, embeddings: torch.Tensor, *, eps: float = 0.1, tau: float = 0.1
+    targets: torch.Tensor, embeddings: torch.Tensor, *, eps: float = Correction.eps,
+    tau: float = Correction.tau,
 ) -> torch.Tensor:
     """q = (1 - eps) onehot(y) + eps softmax(cos(E, E_y) / tau), (N, V); no gradient."""
     with torch.no_grad():
@@ -357,7 +228,7 @@ def smoothed_targets(
 
 def sr_smooth_loss(
     logits: torch.Tensor, targets: torch.Tensor, embeddings: torch.Tensor,
-    *, eps: float = 0.1, tau: float = 0.1,
+    *, eps: float = Correction.eps, tau: float = Correction.tau,
 ) -> torch.Tensor:
     """Smoothed-target SR: mean CE(logits, q) - mean CE(logits, y).
 
@@ -397,7 +268,7 @@ def sr_sentence_loss(
     return (1.0 - cos[has_mask]).mean()
 
 
-# --------------------------------------------------------------------------- the hook
+# --------------------------------------------------------------------------- the methods
 
 
 @dataclass
@@ -408,43 +279,157 @@ class NegativesOutput:
     disc_labels: torch.Tensor | None = None  # (B, L) float, 1 = replaced
     disc_weights: torch.Tensor | None = None  # (B, L) float, 0 = shielded
     extra_loss: torch.Tensor | None = None  # scalar, added to the loss with weight 1
-    stats: dict[str, float] = field(default_factory=dict)
+    stats: dict[str, float | torch.Tensor] = field(default_factory=dict)
+
+
+@dataclass
+class Correcting:
+    """One training step as a method sees it: the step (see `NegativesHook`), its false negatives
+    `fn` (N,), the hook's settings, the output a method writes its labels and weights into, and
+    the expected embeddings where a method of the arm reads them (computed once per step)."""
+
+    hook: NegativesHook
+    step: Any
+    fn: torch.Tensor | None
+    out: NegativesOutput
+    expected: torch.Tensor | None = None
+
+    @property
+    def on_mlm(self) -> bool:
+        """HC acts on the MLM / generator loss."""
+        return self.hook.apply_to in ("both", "mlm")
+
+    @property
+    def on_disc(self) -> bool:
+        """HC acts on the discriminator's loss."""
+        return self.hook.apply_to in ("both", "disc")
+
+
+def apply_shield(c: Correcting) -> None:
+    """HC "shield": weight 0 at false negatives in the losses it acts on."""
+    if c.on_mlm:
+        c.out.mlm_weights = shield_mlm_weights(c.fn)
+    if c.on_disc:
+        c.out.disc_weights = shield_disc_weights(c.fn, c.step.masked)
+
+
+def apply_relabel(c: Correcting) -> torch.Tensor | None:
+    """HC "relabel": false negatives count as correct (the MLM's extra loss term, unweighted, and
+    the discriminator's label "original")."""
+    step, term = c.step, None
+    if c.on_mlm:
+        term = relabel_mlm_correction(step.logits, step.targets, step.samples, c.fn)
+    if c.on_disc:
+        c.out.disc_labels = relabel_disc_labels(step.input_ids, step.corrupted_ids, step.masked, c.fn)
+    return term
+
+
+def apply_sr_word(c: Correcting) -> torch.Tensor:
+    """SR "sr-word": `sr_word_loss`."""
+    return sr_word_loss(c.step.logits, c.step.targets, c.step.embeddings,
+                        embed_grad=c.hook.embed_grad, expected=c.expected)
+
+
+def apply_sr_sentence(c: Correcting) -> torch.Tensor:
+    """SR "sr-sentence": `sr_sentence_loss`."""
+    step = c.step
+    return sr_sentence_loss(step.logits, step.input_ids, step.masked, step.embeddings,
+                            attention_mask=getattr(step, "attention_mask", None),
+                            embed_grad=c.hook.embed_grad, expected=c.expected)
+
+
+def apply_sr_smooth(c: Correcting) -> torch.Tensor:
+    """SR "sr-smooth": `sr_smooth_loss` with the hook's eps and tau."""
+    return sr_smooth_loss(c.step.logits, c.step.targets, c.step.embeddings, eps=c.hook.eps,
+                          tau=c.hook.tau)
+
+
+HC, SR = "hc", "sr"  # a method's kind: the paper's hard correction or soft regularization
+
+
+@dataclass(frozen=True)
+class Method:
+    """A correction method: its kind and the function applying it to a step (`Correcting`).
+
+    HC changes the labels or weights at false negatives (at most one HC method per arm) and may
+    return an extra loss term, added as it is; SR returns a loss, added with weight lam and
+    logged as `<name>_loss`; `expected`: the method reads the step's expected embeddings.
+    """
+
+    kind: str
+    apply: Callable[[Correcting], torch.Tensor | None]
+    expected: bool = False
+
+
+# The registry: a new method is its function above and one line here. parse_method, the hook,
+# ArmConfig, the claims (its kind: which cost claim) and the tests read it.
+METHODS: dict[str, Method] = {
+    "shield": Method(HC, apply_shield),
+    "relabel": Method(HC, apply_relabel),
+    "sr-word": Method(SR, apply_sr_word, expected=True),
+    "sr-sentence": Method(SR, apply_sr_sentence, expected=True),
+    "sr-smooth": Method(SR, apply_sr_smooth),
+}
+NONE = "none"  # an arm without correction: its hook only detects and counts false negatives
+
+
+def method_kinds(method: str) -> set[str]:
+    """The kinds of the registered methods in `method` ('shield+sr-word'); a name outside the
+    registry ('none', B2's 'plain') has none."""
+    return {METHODS[p].kind for p in str(method).split("+") if p in METHODS}
 
 
 def parse_method(method: str) -> tuple[str | None, tuple[str, ...]]:
-    """Split 'shield+sr-word' into (hard correction or None, soft regularizers)."""
+    """Split 'shield+sr-word' into (HC method or None, SR methods), as METHODS declares them."""
     parts = [p.strip() for p in str(method).split("+")]
-    bad = [p for p in parts if p not in METHODS]
-    if bad or not parts:
-        raise ValueError(f"method must be one of {METHODS} or a '+'-joined combination "
-                         f"(at most one of {HC_METHODS}), got {method!r}")
-    if "none" in parts:
+    hc_names = [name for name, m in METHODS.items() if m.kind == HC]
+    if any(p not in METHODS and p != NONE for p in parts):
+        raise ValueError(f"method must be one of {[NONE, *METHODS]} or a '+'-joined "
+                         f"combination (at most one of {hc_names}), got {method!r}")
+    if NONE in parts:
         if len(parts) > 1:
-            raise ValueError(f"method 'none' cannot be combined, got {method!r}")
+            raise ValueError(f"method {NONE!r} cannot be combined, got {method!r}")
         return None, ()
-    hc = [p for p in parts if p in HC_METHODS]
+    hc = [p for p in parts if METHODS[p].kind == HC]
     if len(hc) > 1:
-        raise ValueError(f"method may hold at most one of {HC_METHODS}, got {method!r}")
-    sr = tuple(dict.fromkeys(p for p in parts if p in SR_METHODS))
+        raise ValueError(f"method may hold at most one of {hc_names}, got {method!r}")
+    sr = tuple(dict.fromkeys(p for p in parts if METHODS[p].kind == SR))
     return (hc[0] if hc else None), sr
+
+
+# --------------------------------------------------------------------------- the hook
+
+
+def device_fn_stats(targets: torch.Tensor, samples: torch.Tensor, fn: torch.Tensor) -> dict:
+    """`false_negative_stats` as 0-d float tensors on the device (no host sync)."""
+    n_masked = torch.tensor(float(targets.numel()), device=targets.device)
+    n_replaced = (samples != targets).sum().float()
+    n_fn = fn.sum().float()
+    return {"n_masked": n_masked, "n_replaced": n_replaced, "n_fn": n_fn,
+            "fn_rate_replaced": n_fn / n_replaced.clamp_min(1),  # 0 where nothing was replaced
+            "fn_rate_masked": n_fn / n_masked.clamp_min(1)}
 
 
 @dataclass
 class NegativesHook:
-    """Per-step hook: detect false negatives, apply HC and SR, return a `NegativesOutput`.
+    """Per-step hook: detect false negatives, apply the method's HC and SR (METHODS), return a
+    `NegativesOutput`.
 
     The step is read by attribute: input_ids (B, L), masked (B, L) bool, targets (N,),
     logits (N, V), samples (N,), embeddings (V, E), corrupted_ids (B, L), and optionally
-    attention_mask (B, L).
+    attention_mask (B, L). `device_stats`: the statistics stay 0-d tensors on the step's device,
+    which the training loop sums over a log window and reads once there (Python floats are a
+    host sync per statistic per step, which stalls a GPU every step).
     """
 
-    method: str = "none"
+    method: str = NONE
     table: PairLookup | None = None
-    lam: float = 1.0
-    eps: float = 0.1
-    tau: float = 0.1
+    lam: float = Correction.lam
+    eps: float = Correction.eps
+    tau: float = Correction.tau
     apply_to: str = "both"
     embed_grad: bool = False
+    device_stats: bool = False
 
     def __post_init__(self) -> None:
         self.hc, self.sr = parse_method(self.method)
@@ -460,44 +445,28 @@ class NegativesHook:
             raise ValueError(f"method {self.method!r} needs table (a PairLookup)")
 
     def __call__(self, step: Any) -> NegativesOutput:
-        """Run on one training step."""
+        """Run on one training step: detection, then HC, then SR in the method's order."""
         out = NegativesOutput()
-        targets, samples, masked = step.targets, step.samples, step.masked
+        targets, samples = step.targets, step.samples
         fn = None
         if self.table is not None:
             if self.table.keys.device != targets.device:
                 self.table = self.table.to(targets.device)  # once; cached afterwards
             fn = false_negatives(targets, samples, self.table)
-            out.stats.update(false_negative_stats(targets, samples, fn=fn))
+            out.stats.update(device_fn_stats(targets, samples, fn) if self.device_stats
+                             else false_negative_stats(targets, samples, fn=fn))
         self.last_fn = fn  # for a caller that logs more about them (monitor.NegativesMonitor)
-        on_mlm = self.apply_to in ("both", "mlm")
-        on_disc = self.apply_to in ("both", "disc")
+        at = Correcting(self, step, fn, out)
         extra: list[torch.Tensor] = []
-        if self.hc == "shield":
-            if on_mlm:
-                out.mlm_weights = shield_mlm_weights(fn)
-            if on_disc:
-                out.disc_weights = shield_disc_weights(fn, masked)
-        elif self.hc == "relabel":
-            if on_mlm:
-                extra.append(relabel_mlm_correction(step.logits, targets, samples, fn))
-            if on_disc:
-                out.disc_labels = relabel_disc_labels(step.input_ids, step.corrupted_ids, masked, fn)
-        expected = None
-        if {"sr-word", "sr-sentence"} & set(self.sr):  # shared by both: compute once
+        if self.hc is not None and (term := METHODS[self.hc].apply(at)) is not None:
+            extra.append(term)
+        if any(METHODS[name].expected for name in self.sr):  # shared by those that read it
             emb = step.embeddings if self.embed_grad else step.embeddings.detach()
-            expected = expected_embeddings(step.logits, emb)
-        for kind in self.sr:
-            if kind == "sr-word":
-                loss = sr_word_loss(step.logits, targets, step.embeddings,
-                                    embed_grad=self.embed_grad, expected=expected)
-            elif kind == "sr-smooth":
-                loss = sr_smooth_loss(step.logits, targets, step.embeddings, eps=self.eps, tau=self.tau)
-            else:
-                loss = sr_sentence_loss(step.logits, step.input_ids, masked, step.embeddings,
-                                        attention_mask=getattr(step, "attention_mask", None),
-                                        embed_grad=self.embed_grad, expected=expected)
-            out.stats[kind.replace("-", "_") + "_loss"] = float(loss.detach())
+            at.expected = expected_embeddings(step.logits, emb)
+        for name in self.sr:
+            loss = METHODS[name].apply(at)
+            logged = loss.detach().float() if self.device_stats else float(loss.detach())
+            out.stats[name.replace("-", "_") + "_loss"] = logged
             extra.append(self.lam * loss)
         if extra:
             out.extra_loss = torch.stack(extra).sum()
@@ -505,18 +474,19 @@ class NegativesHook:
 
 
 def make_hook(
-    method: str = "none",
+    method: str = NONE,
     table: PairLookup | None = None,
     *,
-    lam: float = 1.0,
-    eps: float = 0.1,
-    tau: float = 0.1,
+    lam: float = Correction.lam,
+    eps: float = Correction.eps,
+    tau: float = Correction.tau,
     apply_to: str = "both",
     embed_grad: bool = False,
+    device_stats: bool = False,
 ) -> Callable[[Any], NegativesOutput]:
-    """A training-step hook for `method` (one of METHODS, or e.g. 'shield+sr-word')."""
+    """A training-step hook for `method` ('none', a name of METHODS, or e.g. 'shield+sr-word')."""
     return NegativesHook(method, table, lam=lam, eps=eps, tau=tau, apply_to=apply_to,
-                         embed_grad=embed_grad)
+                         embed_grad=embed_grad, device_stats=device_stats)
 
 
 # --------------------------------------------------------------------------- evaluation

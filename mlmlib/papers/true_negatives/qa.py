@@ -10,7 +10,7 @@ the best-scoring valid span. What is ours, and why:
 - answers (`best_span`, `predict_answers`): transformers has no SQuAD post-processing, only
   the model;
 - scores (`squad_scores`): the official SQuAD v1.1 exact match and F1, written from their
-  definition, since transformers 5 no longer ships a SQuAD metric and `evaluate` fetches its
+  definition, since transformers 5 ships no SQuAD metric and `evaluate` fetches its
   metric scripts from the hub. They are fractions in [0, 1], as every other score of mlmlib
   (the official script prints percentages);
 - the fine-tuning loop (`finetune_qa`): `mlmlib.finetune`'s loop for classifiers with the

@@ -14,17 +14,23 @@ from mlmlib.finetune import FinetuneConfig
 from mlmlib.models import POOLINGS, ModelSize
 from mlmlib.papers.true_negatives import qa
 from mlmlib.papers.true_negatives.arm_config import ArmConfig
-from mlmlib.papers.true_negatives.arm_pretraining import (
+from mlmlib.papers.true_negatives.arm_pretraining import history_rows, pretrain_arm, warm_start
+from mlmlib.papers.true_negatives.config import (
+    SCRATCH,
+    Finetune,
+    Start,
+    Table,
     check_checkpoints,
-    history_rows,
-    pretrain_arm,
-    warm_start,
+    check_list,
 )
-from mlmlib.papers.true_negatives.config import SCRATCH, Start, Table
-from mlmlib.papers.true_negatives.downstream import TaskData, finetune_and_test, scratch_result
+from mlmlib.papers.true_negatives.downstream import (
+    TaskData,
+    finetune_and_test,
+    prepare_task,
+    scratch_result,
+)
 from mlmlib.papers.true_negatives.lookup_tables import Tables, build_tables
 from mlmlib.papers.true_negatives.monitor import Injection
-from mlmlib.papers.true_negatives.substitution import check_substitution_pos
 from mlmlib.pretrain import PretrainConfig
 
 
@@ -38,43 +44,41 @@ class ArmRuns:
     checkpoints: list[dict] = dataclasses.field(default_factory=list)  # arm x checkpoint
 
 
-def check_lists(**lists: Sequence) -> None:
-    """Each named list (a notebook parameter) must be non-empty and repeat no value."""
-    for name, values in lists.items():
-        if isinstance(values, (str, int)) or not len(values):
-            raise ValueError(f"parameter {name} must be a non-empty list, got {values!r}")
-        if len(set(values)) != len(values):
-            raise ValueError(f"parameter {name} lists a value twice: {list(values)!r}")
-
-
-
 def check_pooling(pooling: str) -> None:
     """The classifier head must be one mlmlib.models builds."""
     if pooling not in POOLINGS:
-        raise ValueError(f"parameter pooling must be one of {POOLINGS}, got {pooling!r}")
+        raise ValueError(f"finetune.pooling must be one of {POOLINGS}, got {pooling!r}")
 
 
-def check_parameters(arms: Sequence[str], tasks: Sequence[str], finetune_seeds: Sequence[int], *,
-                     pooling: str = "mean", substitution_pos: str = "unambiguous",
-                     checkpoints: Sequence[int] = (), steps: int = 1, log_every: int = 1) -> None:
-    """Fail at once, naming B1's parameter, on lists and choices that B1 cannot run."""
+def check_parameters(arms: Sequence[str], finetune: Finetune) -> None:
+    """Fail at once, naming B1's parameter, on what the groups cannot check without loading the
+    task and model code: the arms' list, the tasks' names and the classifier head."""
     from mlmlib.data.tasks import EMBEDDED_TASKS, HUB_TASKS
 
-    check_lists(arms=arms, tasks=tasks, finetune_seeds=finetune_seeds)
-    check_checkpoints(checkpoints, steps, log_every)
+    check_list("parameter arms", arms)
     known = (*EMBEDDED_TASKS, *HUB_TASKS, *qa.QA_TASKS)
-    unknown = [t for t in tasks if t not in known]
+    unknown = [t for t in finetune.tasks if t not in known]
     if unknown:
-        raise ValueError(f"parameter tasks: unknown {unknown}; known tasks: {', '.join(known)}")
-    check_pooling(pooling)
-    check_substitution_pos(substitution_pos)
+        raise ValueError(f"finetune.tasks: unknown {unknown}; known tasks: {', '.join(known)}")
+    check_pooling(finetune.pooling)
 
 
-def finetune_configs(finetune_seeds: Sequence[int], seed: int, **settings) -> list[FinetuneConfig]:
+def finetune_configs(finetune: Finetune, seed: int) -> list[FinetuneConfig]:
     """One FinetuneConfig per fine-tuning seed, each offset by the pretraining seed `seed`: the
     pretraining seed varies the fine-tuning too, and the arms of one seed share its draws."""
-    check_lists(finetune_seeds=finetune_seeds)
-    return [FinetuneConfig(seed=seed + s, **settings) for s in finetune_seeds]
+    return [FinetuneConfig(seed=seed + s, epochs=finetune.epochs, batch_size=finetune.batch_size,
+                           lr=finetune.lr) for s in finetune.seeds]
+
+
+def prepare_tasks(finetune: Finetune, tokenizer, heldout) -> list[TaskData]:
+    """Every task of `finetune`, loaded, subsampled, encoded and with its held-out-synonym test
+    set (`downstream.prepare_task`; the same draws for every pretraining seed)."""
+    return [prepare_task(task, tokenizer, heldout, max_length=finetune.max_length,
+                         max_train=finetune.max_train, max_eval=finetune.max_eval,
+                         max_validation=finetune.max_validation,
+                         substitution_rate=finetune.substitution_rate,
+                         substitution_pos=finetune.substitution_pos, seed=0)
+            for task in finetune.tasks]
 
 
 def tables_for_arms(vocab: Sequence[str], special_tokens: Sequence[str], table: Table,
@@ -137,8 +141,9 @@ def run_arms(
     the ELECTRA arms' generator samples (the same draws in every arm of the seed until their
     samples differ). Everything is checked before training.
     """
-    check_lists(arms=[a.name for a in arms], tasks=[t.name for t in tasks],
-                finetune_seeds=[ft.seed for ft in finetune_configs])
+    check_list("parameter arms", [a.name for a in arms])
+    check_list("finetune.tasks", [t.name for t in tasks])
+    check_list("finetune.seeds", [ft.seed for ft in finetune_configs])
     check_pooling(pooling)
     missing = sorted({a.source or source for a in arms} - set(tables))
     if missing:

@@ -10,9 +10,8 @@ import numpy as np
 
 from mlmlib.data.content_words import POS_WORDS, content_words, fragment, synonym_replacement
 from mlmlib.data.synonyms import SynonymTable
+from mlmlib.papers.true_negatives.config import SUBSTITUTION_POS
 
-# Reconstructed: which words the robustness test may swap (the paper does not say).
-SUBSTITUTION_POS = ("unambiguous", "guessed")
 SAMPLES_PER_TASK = 10
 
 
@@ -29,7 +28,7 @@ class Substitution:
 def check_substitution_pos(pos_rule: str) -> None:
     """The word-choice rule of the robustness test must be one of SUBSTITUTION_POS."""
     if pos_rule not in SUBSTITUTION_POS:
-        raise ValueError(f"parameter substitution_pos must be one of {SUBSTITUTION_POS}, got {pos_rule!r}")
+        raise ValueError(f"substitution_pos must be one of {SUBSTITUTION_POS}, got {pos_rule!r}")
 
 
 def swap_word(text: str, start: int, end: int, new: str) -> str:

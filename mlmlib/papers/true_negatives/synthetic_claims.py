@@ -97,7 +97,7 @@ def majority_baselines(records: pd.DataFrame) -> pd.DataFrame:
         lang = syn.make_language(syn.LanguageConfig(
             n_sets=setup["n_sets"], n_states=setup["n_states"], n_patterns=setup["n_patterns"],
             pattern_length=setup["pattern_length"], pattern_set_size=setup["pattern_set_size"], seed=seed))
-        # a record without the `balanced` field predates balanced sets: its sets were drawn as is
+        # a record without the `balanced` field drew its sets unbalanced
         finetune = {"balanced": False, **record["finetune"]}
         sets = tb.labelled_sets(lang, SyntheticFinetune(**{k: tuple(v) if isinstance(v, list) else v
                                                           for k, v in finetune.items()}), seed)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mlmlib.objectives import ELECTRA_DISC_WEIGHT, ELECTRA_TEMPERATURE
+
 # The language's labelled test sets (mlmlib.data.synthetic.TEST_SETS) that B4 scores: the task
 # is learned on A-D1; B-D1 is A-D1 with every token swapped for its synonym (robustness);
 # A-D2 is another chain in the same alphabet.
@@ -32,11 +34,14 @@ TESTBED = "synthetic: ELECTRA from scratch (controlled analogue)"
 class SyntheticSetup:
     """The language, the pretraining corpora, the encoders pretrained from scratch, the tables."""
 
-    n_sets: int = 50              # synonym sets (paper A: 1000)
-    n_states: int = 250           # hidden states per chain (paper A: 5000)
-    n_patterns: int = 4           # label patterns (paper A: 5)
-    pattern_length: int = 2       # ordered slots per pattern (paper A: 3)
-    pattern_set_size: int = 2     # synonym sets per slot (paper A: 12)
+    # The synthetic language: a preset of mlmlib.data.synthetic.LANGUAGES (paper A: "paper").
+    # A size given below replaces the preset's; None keeps it (built, the group holds the sizes).
+    language: str = "small"
+    n_sets: int | None = None
+    n_states: int | None = None
+    n_patterns: int | None = None
+    pattern_length: int | None = None
+    pattern_set_size: int | None = None
     corpus_size: int = 3000       # pretraining sequences per corpus (paper A: 200k)
     corpus_length: int = 32       # tokens per sequence, before [CLS] (paper A: 256; ELECTRA: 128)
     probe_size: int = 300         # held-out sequences the discriminator probe masks and scores
@@ -58,23 +63,20 @@ class SyntheticSetup:
     # generator sampling temperature (ELECTRA, and every plan: 1). At 1 about half of the cpu
     # size's replacements on `mix` are false negatives; a higher temperature lowers that share
     # (1.5: about 0.4), which makes the temperature a dose of it (design history, paper B)
-    temperature: float = 1.0
-    disc_weight: float = 50.0     # discriminator loss weight (ELECTRA: 50)
+    temperature: float = ELECTRA_TEMPERATURE
+    disc_weight: float = ELECTRA_DISC_WEIGHT  # discriminator loss weight, ELECTRA's
     log_every: int = 100          # steps per logging window of the false-negative rates
     missing_share: float = 0.5    # share of the exact pairs the imperfect table lacks (seeded)
 
     def __post_init__(self) -> None:
-        for name in ("n_sets", "n_states", "n_patterns", "pattern_length", "pattern_set_size",
-                     "corpus_size", "corpus_length", "probe_size", "hidden", "layers", "heads",
+        from mlmlib.data import synthetic as syn
+
+        syn.set_language(self)  # the preset's sizes where none is given; validates them
+        for name in ("corpus_size", "corpus_length", "probe_size", "hidden", "layers", "heads",
                      "steps", "batch_size", "log_every"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-        if self.n_sets < 2 or self.n_states < self.n_sets:
-            raise ValueError(f"n_sets must be >= 2 and n_states >= n_sets, got n_sets={self.n_sets}, "
-                             f"n_states={self.n_states}")
-        if self.pattern_length * self.pattern_set_size > self.n_sets:
-            raise ValueError(f"pattern_length * pattern_set_size must be <= n_sets ({self.n_sets})")
         if self.hidden % self.heads:
             raise ValueError(f"hidden ({self.hidden}) must be divisible by heads ({self.heads})")
         if self.corpus_size < self.batch_size:
@@ -90,6 +92,13 @@ class SyntheticSetup:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ValueError(f"{name} must be a number > 0, got {value!r}")
+
+    @staticmethod
+    def resolve_fields(values: dict) -> dict:
+        """The group's fields, the preset's sizes in those left None (configs.resolve)."""
+        from mlmlib.data import synthetic as syn
+
+        return syn.preset_fields(values)
 
     @property
     def vocab_size(self) -> int:

@@ -45,7 +45,9 @@ from mlmlib.papers.true_negatives.synthetic_config import (
     SyntheticFinetune,
     SyntheticSetup,
 )
+from mlmlib.objectives import ELECTRA_TEMPERATURE, MASK_RATE
 from mlmlib.pretrain import PretrainConfig, masked_lm_logits, sample_logits
+from mlmlib.speed import Speed
 
 PAD, CLS, MASK = range(len(SPECIALS))
 NUM_SPECIAL = len(SPECIALS)
@@ -226,16 +228,18 @@ def model_size(setup: SyntheticSetup, finetune_length: int) -> ModelSize:
                      dropout=setup.dropout, embedding_size=setup.embedding_size, pad_id=PAD)
 
 
-def pretrain_config(setup: SyntheticSetup, seed: int) -> PretrainConfig:
-    """ELECTRA's recipe at the setup's size (pretrain_arm switches the split for the MLM arms)."""
+def pretrain_config(setup: SyntheticSetup, seed: int, speed: Speed = Speed()) -> PretrainConfig:
+    """ELECTRA's recipe at the setup's size, in the `speed` group's precision and compile
+    (pretrain_arm switches the split for the MLM arms)."""
     return PretrainConfig(objective="electra", steps=setup.steps, batch_size=setup.batch_size,
                           lr=setup.lr, warmup_frac=setup.warmup_frac, temperature=setup.temperature,
-                          disc_weight=setup.disc_weight, log_every=setup.log_every, seed=seed)
+                          disc_weight=setup.disc_weight, log_every=setup.log_every, seed=seed,
+                          precision=speed.precision, compile=speed.compile)
 
 
 @torch.no_grad()
 def probe_discriminator(pair: ElectraPair, data: dict, table: neg.PairLookup, *, seed: int,
-                        temperature: float = 1.0, mask_rate: float = 0.15) -> dict:
+                        temperature: float = ELECTRA_TEMPERATURE, mask_rate: float = MASK_RATE) -> dict:
     """The pretrained pair on held-out sequences, masked as in training: the discriminator's
     P(replaced) on false negatives and on true replacements, the AUC that separates them, its
     accuracy on each (against ELECTRA's label 'replaced'), and the generator's rates."""
@@ -374,10 +378,11 @@ def prepare(setup: SyntheticSetup, arms: Sequence[str], corpora: Sequence[str], 
 
 def run_seed(setup: SyntheticSetup, ft: SyntheticFinetune, arms: Sequence[str], corpora: Sequence[str],
              seed: int, language_seed: int = OWN_SEED, correction: Correction | None = None,
-             log: Callable[[str], Any] | None = print, corpus_arms: dict | None = None) -> SeedRun:
+             log: Callable[[str], Any] | None = print, corpus_arms: dict | None = None,
+             speed: Speed = Speed()) -> SeedRun:
     """One language and pretraining seed: every arm (`corpus_arms`: the arms of each corpus)
-    pretrained from scratch on every corpus, probed, fine-tuned on A-D1 and scored; then the same
-    encoder fine-tuned from scratch, once."""
+    pretrained from scratch on every corpus (in `speed`'s precision), probed, fine-tuned on A-D1
+    and scored; then the same encoder fine-tuned from scratch, once."""
     language_seed = language_of(seed, language_seed)
     arm_list, corpora, lang, tables, data, probes = prepare(setup, arms, corpora, language_seed, seed,
                                                             correction, corpus_arms)
@@ -393,7 +398,7 @@ def run_seed(setup: SyntheticSetup, ft: SyntheticFinetune, arms: Sequence[str], 
             start = time.perf_counter()
             with contextlib.redirect_stdout(io.StringIO()):
                 result = pretrain_arm(arm.config, Tables(tables[arm.table], None, arm.table), vocab,
-                                      data[corpus], size, pretrain_config(setup, seed), mask_id=MASK,
+                                      data[corpus], size, pretrain_config(setup, seed, speed), mask_id=MASK,
                                       num_special=NUM_SPECIAL, generator_fraction=setup.generator_fraction)
             who = {"arm": arm.name, "objective": arm.config.objective, "method": arm.config.method,
                    "table": arm.table, "corpus": corpus, **common}
