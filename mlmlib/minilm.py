@@ -20,7 +20,14 @@ from dataclasses import asdict, dataclass
 
 from mlmlib import cache
 from mlmlib.minilm_package import MODULE, NAME, PACKAGE, minilm_dir, minilm_tokenizer
-from mlmlib.models import ATTENTION, load_model, quiet_transformers, save_model, saved_files, size_of
+from mlmlib.models import (
+    ATTENTION,
+    load_model,
+    quiet_transformers,
+    save_model,
+    saved_files,
+    size_of,
+)
 from mlmlib.objectives import MASK_RATE
 from mlmlib.pretrain import PretrainConfig, pretrain
 from mlmlib.tokenize import encode_corpus, first_word_id

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-import yaml
 from nbformat.v4 import new_code_cell, new_notebook
 
 from mlmlib.runs import budget, cli, plans
+from mlmlib.runs.plan_files import compose
 from mlmlib.runs.plans import PlanError, load_plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,7 +101,7 @@ def test_the_book_page_table_is_written_from_the_plan(project, monkeypatch):
 
 
 def test_every_paper_plan_entry_states_its_gpu_hours():
-    entries = yaml.safe_load((ROOT / "notebooks" / "plans" / "paper.yaml").read_text())["notebooks"]
+    entries = compose(ROOT / "notebooks" / "plans" / "paper.yaml")["notebooks"]
     missing = [e["title"] for e in entries if not isinstance(e.get("gpu_hours"), (int, float))
                or isinstance(e.get("gpu_hours"), bool) or e["gpu_hours"] <= 0]
     assert not missing, missing

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mlmlib.runs.plan_files import compose
 from mlmlib.runs.records import readable_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +43,7 @@ def _project(root: Path) -> None:
     for name in NOTEBOOKS:
         shutil.copy(ROOT / "notebooks" / f"{name}.ipynb", root / "notebooks")
     shutil.copy(ROOT / "_config.yml", root)
-    plan = yaml.safe_load((ROOT / "notebooks" / "plans" / "test.yaml").read_text())
+    plan = compose(ROOT / "notebooks" / "plans" / "test.yaml")  # with what it takes from smoke
     entries = [e for e in plan["notebooks"] if e["notebook"] in NOTEBOOKS]
     c2 = [e for e in entries if e["notebook"] == "C2_selective_mlm"]
     entries = [e for e in entries if e not in c2[1:]]  # C2's first entry (the dose entry apart)

@@ -9,8 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from mlmlib.runs.plans import (available_profiles, full_params, is_summary, load_plan,
-                                notebook_groups, notebook_parameters)
+from mlmlib.runs.plans import (
+    available_profiles,
+    full_params,
+    is_summary,
+    load_plan,
+    notebook_groups,
+    notebook_parameters,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = sorted((ROOT / "notebooks").glob("*.ipynb"))

@@ -4,8 +4,8 @@ values a plan only restates."""
 from __future__ import annotations
 
 import pytest
-
 import toy_project
+
 from mlmlib.runs import plan_audit, plans
 from mlmlib.runs.plan_files import PlanError, compose
 
@@ -96,3 +96,24 @@ def test_a_summary_reads_the_profile_it_runs_in(tmp_path, monkeypatch):
         "notebooks:\n  - notebook: summary\n    params: {profile: r}\n  - notebook: toy\n    params: {x: 0}\n")
     assert plan_audit.restated_defaults("r") == ["summary: profile = 'r' (the plan's own)",
                                                  "toy: x = 0 (its default)"]
+
+
+def test_the_project_plans_restate_no_default():
+    """A plan value equal to the default it overrides hides which settings a profile changes."""
+    profiles = plans.available_profiles()
+    assert {"test", "smoke", "cpu", "paper"} <= set(profiles)
+    found = {p: plan_audit.restated_defaults(p) for p in profiles}
+    assert not any(found.values()), found
+
+
+# Settings written in three places or more (a default and two plan files): 159 before plans
+# could extend one another, 116 since. The aim is 40: profile presets for the groups whose test
+# and paper sizes are still written field by field (Setup, Sweep, the synthetic testbeds' groups,
+# C2's fine-tuning). The bound only moves down.
+MANY_PLACES_AT_MOST = 116
+
+
+def test_settings_written_in_many_places_only_get_fewer():
+    many = plan_audit.written_in_many(3)
+    assert len(plan_audit.places()) > 250  # it read every template and group
+    assert len(many) <= MANY_PLACES_AT_MOST, sorted(many)

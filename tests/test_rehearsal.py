@@ -65,7 +65,9 @@ def overlay(tmp_path, monkeypatch):
     (tmp_path / "_config.yml").write_text("title: test\n")
     for nb in (root / "notebooks").glob("*.ipynb"):
         (tmp_path / "notebooks" / nb.name).symlink_to(nb)
-    (tmp_path / "notebooks" / "plans" / "paper.yaml").write_text((root / "notebooks/plans/paper.yaml").read_text())
+    for plan in ("paper", "smoke"):  # paper extends smoke
+        (tmp_path / "notebooks" / "plans" / f"{plan}.yaml").write_text(
+            (root / "notebooks" / "plans" / f"{plan}.yaml").read_text())
     monkeypatch.setenv("MLMLIB_ROOT", str(tmp_path))
     plans.notebook_parameters.cache_clear()
     plans.notebook_groups.cache_clear()

@@ -11,9 +11,14 @@ from mlmlib import configs
 from mlmlib import pretrain as pt
 from mlmlib.data.synonyms import SynonymTable
 from mlmlib.models import ModelSize
-from mlmlib.papers.true_negatives import arm_config, arm_pretraining, lookup_tables, overhead
+from mlmlib.papers.true_negatives import (
+    arm_config,
+    arm_pretraining,
+    lookup_tables,
+    overhead,
+    synthetic_testbed,
+)
 from mlmlib.papers.true_negatives import negatives as neg
-from mlmlib.papers.true_negatives import synthetic_testbed
 from mlmlib.papers.true_negatives.config import Pretraining
 from mlmlib.papers.true_negatives.synthetic_config import SyntheticSetup
 from mlmlib.pretrain import PretrainConfig

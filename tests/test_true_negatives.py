@@ -30,8 +30,8 @@ from mlmlib.papers.true_negatives import (
     sources,
     substitution,
 )
-from mlmlib.papers.true_negatives import negatives as neg
 from mlmlib.papers.true_negatives import config as b_config
+from mlmlib.papers.true_negatives import negatives as neg
 from mlmlib.papers.true_negatives.config import (
     APPLY_TO,
     Correction,

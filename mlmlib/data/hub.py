@@ -28,10 +28,10 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 HUB_HOST = "huggingface.co"

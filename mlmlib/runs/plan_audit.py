@@ -3,9 +3,9 @@ in many places (each a place a change must reach).
 
 A setting is a plain parameter of one notebook (`A5_real_finetune_perturb.lr`) or a field of a
 parameter group (`Setup.steps`, however many notebooks take the group). Its places are its
-default (the parameters cell or the dataclass field) and every plan entry that writes it in
-`params` or `grid`, counted in the plan files as written (an extending plan's inherited entries
-are not writes; the rehearsal overlays are not counted).
+default (the parameters cell or the dataclass field) and each plan file that writes it in
+`params` or `grid` (a file's several entries or YAML anchors count once: one edit there; an
+extending plan's inherited entries are not writes; the rehearsal overlays are not counted).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mlmlib import configs
 from mlmlib.runs import plans
-from mlmlib.runs.plan_files import entries_by_file
+from mlmlib.runs.plan_files import compose, entries_by_file
 
 
 def _template(notebook: str) -> tuple[dict, dict[str, type]]:
@@ -24,29 +24,30 @@ def _template(notebook: str) -> tuple[dict, dict[str, type]]:
 
 
 def restated_defaults(profile: str) -> list[str]:
-    """Every value of `profile`'s plan equal to the default it overrides: a template's default,
-    a group field's default, or (for a summary) the plan's own profile."""
+    """Every value `profile`'s plan writes (its extends chain composed) equal to the default it
+    overrides: a template's default, a group field's default, or (for a summary) the plan's own
+    profile, which a summary reads without being told. Grid values name runs: not checked."""
     found = []
-    for run in plans.load_plan(profile).runs:
-        declared, groups = _template(run.notebook)
-        for name, value in run.params.items():
-            if name in run.grid_keys:
-                continue  # a grid value names the run
+    path = plans.plans_dir() / f"{profile}.yaml"
+    for entry in compose(path)["notebooks"]:
+        notebook = entry["notebook"]
+        declared, groups = _template(notebook)
+        for name, value in (entry.get("params") or {}).items():
             if name == "profile":
                 if value == profile:
-                    found.append(f"{run.notebook}: profile = {value!r} (the plan's own)")
+                    found.append(f"{notebook}: profile = {value!r} (the plan's own)")
             elif name in groups:  # the plan's mapping replaces the page's: the dataclass's
                 defaults = configs.resolve(groups[name], {})
                 resolved = configs.resolve(groups[name], value)
-                found += [f"{run.notebook}: {name}.{k} = {resolved[k]!r} (its default)"
+                found += [f"{notebook}: {name}.{k} = {resolved[k]!r} (its default)"
                           for k in value if k in defaults and resolved[k] == defaults[k]]
             elif value == declared.get(name):
-                found.append(f"{run.notebook}: {name} = {value!r} (its default)")
+                found.append(f"{notebook}: {name} = {value!r} (its default)")
     return sorted(set(found))
 
 
 def places(folder: Path | None = None) -> dict[str, list[str]]:
-    """{setting: its places}: the default's, then 'file: notebook' for each entry writing it."""
+    """{setting: its places}: the default's, then each plan file that writes it."""
     folder = folder or plans.plans_dir()
     out: dict[str, list[str]] = defaultdict(list)
     for nb_path in sorted(plans.notebooks_dir().glob("*.ipynb")):
@@ -70,7 +71,8 @@ def places(folder: Path | None = None) -> dict[str, list[str]]:
                 else:
                     keys = [f"{notebook}.{name}"]
                 for key in keys:
-                    out[key].append(f"{file}: {notebook}")
+                    if f"{file}" not in out[key]:  # a file writes a setting once (or by anchor)
+                        out[key].append(f"{file}")
     return dict(out)
 
 

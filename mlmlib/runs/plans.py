@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from mlmlib import configs
-from mlmlib.runs.plan_files import PlanError, compose, read_yaml
 from mlmlib.paths import project_root
+from mlmlib.runs.plan_files import PlanError, compose, read_yaml
 
 ENTRY_KEYS = {"notebook", "chapter", "title", "timeout", "grid", "params", "needs", "alone", "gpu_hours",
               "gpu_mfu", "gpu_loop", "device", "disk_gb"}

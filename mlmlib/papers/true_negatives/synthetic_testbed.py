@@ -30,6 +30,7 @@ from mlmlib.data import synthetic as syn
 from mlmlib.finetune import FinetuneConfig, evaluate, finetune
 from mlmlib.masking import ELECTRA_SPLIT, mask_tokens
 from mlmlib.models import ElectraPair, ModelSize, bert_classifier, electra_classifier
+from mlmlib.objectives import ELECTRA_TEMPERATURE, MASK_RATE
 from mlmlib.papers.true_negatives import negatives as neg
 from mlmlib.papers.true_negatives.arm_config import ArmConfig, parse_arm
 from mlmlib.papers.true_negatives.arm_pretraining import history_rows, pretrain_arm
@@ -45,7 +46,6 @@ from mlmlib.papers.true_negatives.synthetic_config import (
     SyntheticFinetune,
     SyntheticSetup,
 )
-from mlmlib.objectives import ELECTRA_TEMPERATURE, MASK_RATE
 from mlmlib.pretrain import PretrainConfig, masked_lm_logits, sample_logits
 from mlmlib.speed import Speed
 
