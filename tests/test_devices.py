@@ -157,3 +157,27 @@ def test_an_alone_entry_gets_a_slurm_node_of_its_own(project, sbatch):
         executors._submit(executor, options, plan, i, f"job{i}", 1, False, None, lambda *_: None)
     scripts = [(sbatch / f"{i}.sh").read_text() for i in range(len(plan.runs))]
     assert ["#SBATCH --exclusive" in s for s in scripts] == [True, False]
+
+
+def test_an_entry_states_the_cores_memory_and_time_its_slurm_job_asks_for(project, sbatch):
+    """`resources` replace the plan-wide --cpus-per-run, --mem-gb and --time-min for its jobs
+    only; the job's threads follow its cores."""
+    (project / "notebooks" / "plans" / "r.yaml").write_text(
+        "notebooks:\n  - notebook: toy\n    resources: {cpus: 8, mem_gb: 32, time_min: 90.5}\n"
+        "    grid: {x: [1]}\n  - notebook: toy\n    grid: {x: [2]}\n")
+    plan = load_plan("r")
+    assert plan.runs[0].resources == {"cpus": 8, "mem_gb": 32.0, "time_min": 90.5}
+    options = check_options(Options(executor="slurm", cpus_per_run=2, time_min=60), plan)
+    executor = executors.make_executor(options, plan.profile)
+    flights = [executors._submit(executor, options, plan, i, f"job{i}", 2, False, None,
+                                 lambda *_: None) for i in range(2)]
+    first, second = [(sbatch / f"{i}.sh").read_text() for i in range(2)]
+    assert "#SBATCH --cpus-per-task=8" in first and "#SBATCH --mem=32768M" in first
+    assert "#SBATCH --time=91" in first and flights[0].info["threads"] == 8
+    assert "#SBATCH --cpus-per-task=2" in second and "--mem=" not in second
+    assert "#SBATCH --time=60" in second and flights[1].info["threads"] == 2
+    for bad in ("{cpus: 2.5}", "{gpus: 1}", "{mem_gb: -1}", "[8]"):
+        (project / "notebooks" / "plans" / "bad.yaml").write_text(
+            f"notebooks:\n  - notebook: toy\n    resources: {bad}\n")
+        with pytest.raises(PlanError, match="resources = .*give a mapping"):
+            load_plan("bad")

@@ -474,11 +474,21 @@ def run_with_executor(plan: Plan, options: Options, force: bool = False, log=pri
     return report
 
 
+def job_resources(resources: dict, options: Options) -> dict[str, Any]:
+    """submitit's SLURM parameters for one job: the entry's `resources`, else the plan-wide ones."""
+    cpus = resources.get("cpus", options.cpus_per_run or 1)
+    minutes = resources.get("time_min", options.time_min or 24 * 60)
+    mem_gb = resources.get("mem_gb", options.mem_gb)
+    return {"cpus_per_task": int(cpus), "time": math.ceil(minutes),
+            **({"mem": f"{int(mem_gb * 1024)}M"} if mem_gb else {})}
+
+
 def _submit(executor, options: Options, plan: Plan, i: int, slot: str, threads: int, force: bool,
             only: list[str] | None, log, resubmits: int = 0, key: str | None = None) -> Flight:
     """Submit run i into a slot; write its job file (the driver's memory across restarts). A run
     submitted again keeps its first submission's `key`. SLURM: one GPU for a `device: gpu` entry,
-    none for a `device: cpu` one, else --gpus-per-run; a node of its own for an `alone` entry."""
+    none for a `device: cpu` one, else --gpus-per-run; a node of its own for an `alone` entry; the
+    entry's `resources` (cores, memory, time) in place of the plan-wide options."""
     name = runner.run_name(plan.runs[i])
     env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
            "MLMLIB_EXECUTOR": options.executor, "MLMLIB_SLOT": slot}
@@ -487,10 +497,14 @@ def _submit(executor, options: Options, plan: Plan, i: int, slot: str, threads: 
     gpus = {"gpu": 1, "cpu": 0}.get(plan.runs[i].device, options.gpus_per_run or 0)
     if options.executor == "slurm":  # the executor's parameters hold for its later jobs too: reset
         executor.parameters.pop("gpus_per_node", None)
-        executor.parameters.pop("exclusive", None)
-        executor.update_parameters(**({"gpus_per_node": gpus} if gpus else {}))
+        for option in ("exclusive", "mem"):
+            executor.parameters.pop(option, None)
+        executor.update_parameters(**({"gpus_per_node": gpus} if gpus else {}), **job_resources(
+            plan.runs[i].resources, options))
         if plan.runs[i].alone:  # it measures time: a node of its own (sbatch --exclusive)
             executor.update_parameters(exclusive=True)
+        threads = plan.runs[i].resources.get("cpus", threads)
+        env |= {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     job_file(plan.profile, name, "outcome").unlink(missing_ok=True)
     key = key or runner.run_key(plan, i)  # frozen: every attempt runs under this key or not at all
     try:

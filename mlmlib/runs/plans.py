@@ -22,7 +22,9 @@ from mlmlib.paths import project_root
 from mlmlib.runs.plan_files import PlanError, compose, read_yaml
 
 ENTRY_KEYS = {"notebook", "chapter", "title", "timeout", "grid", "params", "needs", "alone", "gpu_hours",
-              "gpu_mfu", "gpu_loop", "device", "disk_gb"}
+              "gpu_mfu", "gpu_loop", "device", "disk_gb", "resources"}
+# what a SLURM job of an entry asks for, beyond the plan-wide options (mlmlib.runs.executors)
+RESOURCES = {"cpus": int, "mem_gb": float, "time_min": float}
 DEVICES = ("cpu", "gpu")  # what an entry's `device:` may say
 RESERVED = {"run_dir"}  # set by the runner, never by a plan
 DEFAULT_TIMEOUT = 1800
@@ -52,6 +54,10 @@ class Run:
     # the disk space (GB) one run writes at its peak, checkpoints and cached artifacts: a run
     # refuses to start on a work folder with less free (mlmlib.runs.disk); None: not checked
     disk_gb: float | None = None
+    # `resources: {cpus, mem_gb, time_min}`: a SLURM job of the entry asks for these in place of
+    # the plan-wide --cpus-per-run, --mem-gb and --time-min (B0 tokenizes on many cores, a
+    # summary needs one); {} takes the plan-wide ones
+    resources: dict[str, float] = field(default_factory=dict)
 
     @property
     def slug(self) -> str:
@@ -356,6 +362,12 @@ def _expand(entry: dict, where: str, profile: str) -> list[Run]:
                                 or not isinstance(gpu_loop, str)):
         raise PlanError(f"{where}: gpu_mfu must be in (0, 1] and gpu_loop a timing's name, got "
                         f"{gpu_mfu!r} and {gpu_loop!r}")
+    resources = entry.get("resources") or {}
+    if not isinstance(resources, dict) or set(resources) - set(RESOURCES) or any(
+            not _is_number(v) or v <= 0 or (RESOURCES[k] is int and not isinstance(v, int))
+            for k, v in resources.items()):
+        raise PlanError(f"{where}: resources = {resources!r}: give a mapping of {sorted(RESOURCES)} "
+                        "to positive numbers (cpus a whole number)")
     device = entry.get("device")
     if device is not None and device not in DEVICES:
         raise PlanError(f"{where}: device must be one of {list(DEVICES)} (gpu: it trains on a GPU and "
@@ -371,6 +383,7 @@ def _expand(entry: dict, where: str, profile: str) -> list[Run]:
             needs=tuple(entry.get("needs", [])), alone=entry.get("alone", False),
             gpu_hours=None if gpu_hours is None else float(gpu_hours), device=device,
             gpu_mfu=None if gpu_mfu is None else float(gpu_mfu), gpu_loop=gpu_loop,
+            resources={k: RESOURCES[k](v) for k, v in resources.items()},
             disk_gb=None if disk_gb is None else float(disk_gb),
         ))
     return runs
