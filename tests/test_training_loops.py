@@ -117,3 +117,26 @@ def test_the_batch_order_is_checkpointed_as_generator_states_not_the_permutation
         assert [restored.next().tolist() for _ in range(4)] == ahead, taken
         assert all(not isinstance(v, torch.Tensor) or v.numel() < 10_000 for v in state.values())
         assert set(state) == {"rng", "epoch_rng", "pos"}
+
+
+def test_the_relabel_and_sentence_corrections_read_nothing_back(monkeypatch):
+    """Paper B's corrections that branched on their input (any false negative? any mask?) are
+    computed without a host read, and give 0 with the graph kept when there is nothing to do."""
+    from mlmlib.papers.true_negatives import negatives as neg
+
+    reads = _count_reads(monkeypatch, neg.__file__)
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(6, VOCAB, generator=gen, requires_grad=True)
+    targets, samples = torch.randint(0, VOCAB, (6,), generator=gen), torch.arange(6)
+    for fn in (torch.tensor([1, 0, 0, 1, 0, 0]).bool(), torch.zeros(6, dtype=torch.bool)):
+        loss = neg.relabel_mlm_correction(logits, targets, samples, fn)
+        loss.backward()
+        assert (loss.detach() == 0) == (not fn.any())
+    ids = torch.randint(3, VOCAB, (2, 5), generator=gen)
+    embeddings = torch.randn(VOCAB, 4, generator=gen)
+    for masked in (torch.tensor([[0, 1, 0, 0, 1], [0, 0, 0, 0, 0]]).bool(),
+                   torch.zeros(2, 5, dtype=torch.bool)):
+        n = int(masked.sum())
+        out = neg.sr_sentence_loss(logits[:n], ids, masked, embeddings)
+        assert out.isfinite() and (out.detach() == 0) == (n == 0)
+    assert reads == [], reads

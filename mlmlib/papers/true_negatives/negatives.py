@@ -178,14 +178,14 @@ def relabel_mlm_correction(
     Added to the unweighted mean CE over the N masked positions it gives exactly
     (1/N) [sum_{not fn} -log p_y + sum_{fn} -log(p_y + p_s)]. Reconstructed: "relabel" for MLM.
     """
-    if not bool(fn.any()):
-        return logits.sum() * 0.0  # keeps the graph and device
-    rows = fn.nonzero().squeeze(1)  # index, not a boolean copy of whole logit rows
-    ly = logits[rows, targets[rows]].float()
-    ls = logits[rows, samples[rows]].float()
+    # two logits per row, gathered at every position and kept at the false negatives: no
+    # branch on fn and no index list, so nothing is read back from the device
+    ly = logits.gather(1, targets.unsqueeze(1)).squeeze(1).float()
+    ls = logits.gather(1, samples.unsqueeze(1)).squeeze(1).float()
     # (-log(p_y + p_s)) - (-log p_y): the change from the plain CE at each fn position;
     # the log-partition cancels, so no softmax over the vocabulary is needed
-    return (ly - torch.logaddexp(ly, ls)).sum() / logits.shape[0]
+    change = torch.where(fn.bool(), ly - torch.logaddexp(ly, ls), torch.zeros_like(ly))
+    return change.sum() / logits.shape[0]
 
 
 # --------------------------------------------------------------------------- soft regularization
@@ -256,16 +256,16 @@ def sr_sentence_loss(
     emb = embeddings if embed_grad else embeddings.detach()
     keep = torch.ones_like(masked) if attention_mask is None else attention_mask.bool()
     has_mask = (masked & keep).any(dim=1)
-    if not bool(has_mask.any()):
-        return logits.sum() * 0.0
     orig = emb[input_ids].float() * keep.unsqueeze(-1)
-    pred = orig.clone()
     e = expected_embeddings(logits, emb) if expected is None else expected
-    # under bf16 autocast the expected embeddings come out of their matmul in bf16
-    pred[masked] = e.to(pred.dtype) * keep[masked].unsqueeze(-1)
+    # under bf16 autocast the expected embeddings come out of their matmul in bf16; scattered
+    # into the masked positions without an index list (no read back from the device)
+    pred = orig.masked_scatter(masked.unsqueeze(-1).expand_as(orig), e.to(orig.dtype))
+    pred = pred * keep.unsqueeze(-1)  # a masked position outside the attention counts as none
     # the sum is the mean up to a positive factor per sentence; the cosine does not see it
     cos = F.cosine_similarity(orig.sum(dim=1), pred.sum(dim=1), dim=-1)
-    return (1.0 - cos[has_mask]).mean()
+    # the mean over sentences with a mask (0 with none: the graph and device kept)
+    return ((1.0 - cos) * has_mask).sum() / has_mask.sum().clamp_min(1)
 
 
 # --------------------------------------------------------------------------- the methods
