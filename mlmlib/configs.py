@@ -9,6 +9,12 @@ The notebook builds the group with `build`; the plan loader checks a plan's keys
 against the same fields (`check_overrides`) before anything runs, and records carry the group
 resolved to every field (`resolve`). This module imports nothing heavier than the standard
 library, so the runner may read it; the group dataclasses live in torch-free modules too.
+
+A group may have named presets, sets of field values that belong together (`model: {preset:
+electra-small}`): its field `preset` names one, and each field a preset sets defaults to None,
+which takes the preset's value, while any other value replaces it. Built, the group holds the
+values (`fill_preset`, in its `__post_init__`); its `resolve_fields` completes a plan's
+overrides the same way (`resolve_preset`), so records carry the numbers, not None.
 """
 
 from __future__ import annotations
@@ -82,6 +88,27 @@ def resolve(cls: type, overrides: dict | None) -> dict[str, Any]:
     if complete is not None:
         values = complete(values)
     return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
+
+
+def fill_preset(group: Any, presets: dict[str, dict[str, Any]]) -> None:
+    """Set a (frozen) group's fields left None to the values of the preset its `preset` names;
+    a ValueError naming the presets for an unknown name (`build` prefixes the parameter)."""
+    if not isinstance(group.preset, str) or group.preset not in presets:
+        raise ValueError(f"preset must be one of {list(presets)}, got {group.preset!r}")
+    for name, value in presets[group.preset].items():
+        if getattr(group, name) is None:
+            object.__setattr__(group, name, value)
+
+
+def resolve_preset(values: dict[str, Any], presets: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A group's fields (`values`, as `resolve` holds them) with those left None taken from the
+    preset `values["preset"]` names; an unknown name leaves them None (building the group names
+    the error)."""
+    name = values.get("preset")
+    preset = presets.get(name) if isinstance(name, str) else None
+    if preset is None:
+        return values
+    return {**values, **{k: v for k, v in preset.items() if values.get(k) is None}}
 
 
 def matches(value: Any, kind: Any) -> bool:

@@ -12,7 +12,7 @@ import pytest
 import torch
 from scorecards import check_card
 
-from mlmlib import verdicts
+from mlmlib import configs, verdicts
 from mlmlib.data import synthetic as syn
 from mlmlib.models import ModelSize, electra
 from mlmlib.papers.true_negatives import claims
@@ -26,9 +26,8 @@ from mlmlib.pretrain import Objective, PretrainConfig
 
 N = 10  # synonym sets
 S = tb.NUM_SPECIAL
-TINY = {"language": "tiny", "corpus_size": 48, "corpus_length": 12, "probe_size": 24, "hidden": 16,
-        "layers": 1, "heads": 2, "steps": 4, "batch_size": 8, "log_every": 2}
-TINY_FT = {"train_size": 32, "valid_size": 16, "test_size": 24, "length": 12, "max_steps": 3, "eval_every": 2}
+TINY = {"preset": "tiny"}  # the test plan's B4 sizes
+TINY_FT = {"preset": "tiny", "curve_sizes": ()}  # and its fine-tuning, without the curve
 
 
 # ---------------------------------------------------------------- tables
@@ -369,7 +368,8 @@ def test_no_records_give_not_measured_rows():
 def test_majority_baselines_regenerate_the_runs_test_sets():
     record = {"info": {"language_seed": 0, "pretrain_seed": 0},
               "setup": dataclasses.asdict(syn.LANGUAGES["tiny"]),
-              "finetune": {**TINY_FT, "balanced": False}}  # balanced sets: 0.5 everywhere
+              # as a record holds it: every field (balanced sets: 0.5 everywhere)
+              "finetune": {**configs.resolve(SyntheticFinetune, TINY_FT), "balanced": False}}
     (row,) = sc.majority_baselines(pd.DataFrame([record])).to_dict("records")
     lang = syn.make_language(syn.LanguageConfig(**record["setup"], seed=0))
     sets = tb.labelled_sets(lang, SyntheticFinetune(**TINY_FT, balanced=False), 0)

@@ -114,10 +114,8 @@ def test_no_plan_records_a_pilot_language(profile):
 
 
 def test_the_curve_rows_hold_every_arm_and_scratch_at_every_size():
-    setup = SyntheticSetup(language="tiny", corpus_size=48, corpus_length=12, probe_size=24,
-                           hidden=16, layers=1, heads=2, steps=2, batch_size=8, log_every=1)
-    ft = SyntheticFinetune(train_size=32, valid_size=16, test_size=24, length=12, max_steps=2,
-                           eval_every=1, curve_sizes=(8, 16))
+    setup = SyntheticSetup(preset="tiny", steps=2, log_every=1)  # the test plan's, shorter
+    ft = SyntheticFinetune(preset="tiny", max_steps=2, eval_every=1)  # its curve: sizes 8 and 16
     run = tb.run_seed(setup, ft, ["electra/none", "electra/relabel"], ["mix"], seed=1, log=None)
     curve = pd.DataFrame(run.curve)
     assert sorted(curve.groupby("arm")["train_size"].apply(tuple).items()) == [

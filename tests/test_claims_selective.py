@@ -475,6 +475,8 @@ def test_arms_text_sets_each_arm_beside_its_majority_class():
 def test_the_mlm_dose_reads_the_groups_and_the_records_from_before_them():
     grouped = {"mlm": {"steps": 10000, "lr": 5.0e-5}, "text": {"max_length": 128}}  # a plan's overrides
     assert claims.mlm_tokens(grouped) == 10000 * 32 * 128  # batch_size: ContinuedMLM's default
+    assert claims.mlm_tokens({"mlm": {"preset": "paper"}, "text": {"max_length": 128}}) == (
+        10000 * 32 * 128)  # a plan that names the preset
     assert claims.mlm_tokens({}) == 60 * 32 * 40  # the smoke defaults
     flat = {"mlm_steps": 30, "mlm_batch_size": 32, "max_length": 128}  # a record before the groups
     assert claims.mlm_tokens(flat) == 30 * 32 * 128

@@ -327,9 +327,10 @@ def test_group_constants_are_the_generators():
 def test_setup_key_holds_every_field_but_the_threshold_and_compile_and_the_seed_is_the_pages():
     setup = configs.build(dist.Setup, {"steps": 7, "lr": 1}, "setup")
     key = setup.key("mix")
-    # the language by its sizes, not by its preset's name
-    assert set(key) == ({"corpus", "pretrain_seed", "language_seed"} | set(configs.fields(dist.Setup))
-                        - {"loss_threshold", "compile", "language"})
+    # the language and the setup by their values, not by their presets' names
+    fields = set(configs.fields(dist.Setup))
+    assert set(key) == ({"corpus", "pretrain_seed", "language_seed"}
+                        | fields - {"loss_threshold", "compile", "language", "preset"})
     assert key["n_sets"] == syn.LANGUAGES["smoke"].n_sets
     assert (key["steps"], key["lr"], key["pretrain_seed"], key["language_seed"]) == (7, 1, 0, 0)
     seeded = setup.with_pretrain_seed(4)
@@ -346,6 +347,87 @@ def test_setup_key_holds_every_field_but_the_threshold_and_compile_and_the_seed_
         setup.with_seeds(-1, 0)
     with pytest.raises(ValueError, match="setup: corpus_length \\+ 1"):
         configs.build(dist.Setup, {"corpus_length": 64}, "setup")
+
+
+PRESET_GROUPS = ((groups.Setup, groups.SETUP_PRESETS, "setup"),
+                 (groups.Sweep, groups.SWEEP_PRESETS, "sweep"))
+
+
+@pytest.mark.parametrize("cls, presets, parameter", PRESET_GROUPS)
+def test_each_preset_builds_and_resolves_to_its_numbers(cls, presets, parameter):
+    """A preset fills every field left None, a field given replaces its value, and records (the
+    group resolved) carry the numbers the built group holds."""
+    assert list(presets) == ["smoke", "tiny", "paper"]
+    # the fields a preset sets (a language's sizes come from the language it names)
+    empty = {f.name for f in dataclasses.fields(cls) if f.default is None} - set(syn.SIZE_FIELDS)
+    for name, values in presets.items():
+        assert set(values) == empty, name  # each preset gives them all
+        built = configs.build(cls, {"preset": name}, parameter)
+        resolved = configs.resolve(cls, {"preset": name})
+        assert {k: getattr(built, k) for k in values} == values
+        assert resolved == configs.resolve(cls, {k: getattr(built, k) for k in resolved})
+        assert all(v is not None for k, v in resolved.items() if k != "bd2_models"), name
+        field, value = ("steps", 3) if cls is groups.Setup else ("max_steps", 3)
+        changed = configs.build(cls, {"preset": name, field: value}, parameter)
+        assert getattr(changed, field) == value
+        assert configs.resolve(cls, {"preset": name, field: value}) == {**resolved, field: value}
+    # the defaults are the smoke preset, the one a page and the smoke plan run
+    assert configs.resolve(cls, {}) == configs.resolve(cls, {"preset": "smoke"})
+
+
+def test_the_setup_presets_name_their_languages_and_keep_the_cache_key():
+    tiny = configs.build(groups.Setup, {"preset": "tiny"}, "setup")
+    paper = configs.build(groups.Setup, {"preset": "paper", "n_sets": 2000}, "setup")
+    assert (tiny.language, tiny.n_sets, tiny.steps) == ("tiny", syn.LANGUAGES["tiny"].n_sets, 6)
+    assert (paper.language, paper.n_sets, paper.n_states) == ("paper", 2000, 5000)
+    assert paper.hidden == 768
+    # the preset's name is not part of the model: the same numbers make the same cache key
+    by_numbers = groups.Setup(**groups.SETUP_PRESETS["tiny"])
+    assert by_numbers.preset == "smoke" and by_numbers.key("mix") == tiny.key("mix")
+    assert configs.build(groups.Sweep, {"preset": "paper"}, "sweep").train_sizes == tuple(
+        range(10000, 100001, 10000))
+
+
+def test_an_unknown_preset_is_refused_naming_the_parameter_and_the_presets(tmp_path, monkeypatch):
+    from mlmlib.runs import plans
+
+    for cls, _, parameter in PRESET_GROUPS:
+        with pytest.raises(ValueError, match=rf"^{parameter}: preset must be one of "
+                                             r"\['smoke', 'tiny', 'paper'\], got 'papr'"):
+            configs.build(cls, {"preset": "papr"}, parameter)
+        assert configs.resolve(cls, {"preset": "papr"})["preset"] == "papr"  # build names it
+    # a plan naming one stops when it is loaded, before anything runs
+    (tmp_path / "notebooks" / "plans").mkdir(parents=True)
+    (tmp_path / "_config.yml").write_text("title: test\n")
+    (tmp_path / "notebooks" / "A3_synthetic_finetune.ipynb").symlink_to(
+        notebooks_dir() / "A3_synthetic_finetune.ipynb")
+    (tmp_path / "notebooks" / "plans" / "p.yaml").write_text(
+        "notebooks:\n  - notebook: A3_synthetic_finetune\n    params: {sweep: {preset: huge}}\n")
+    monkeypatch.setenv("MLMLIB_ROOT", str(tmp_path))
+    plans.notebook_parameters.cache_clear()
+    plans.notebook_groups.cache_clear()
+    try:
+        with pytest.raises(plans.PlanError, match=r"sweep: preset must be one of \['smoke', "
+                                                  r"'tiny', 'paper'\], got 'huge'"):
+            plans.load_plan("p")
+    finally:
+        plans.notebook_parameters.cache_clear()
+        plans.notebook_groups.cache_clear()
+
+
+@pytest.mark.parametrize("profile, preset", [("test", "tiny"), ("paper", "paper")])
+def test_the_plans_choose_the_groups_by_preset(profile, preset):
+    from mlmlib.runs.plans import full_params, load_plan
+
+    runs = [r for r in load_plan(profile).runs
+            if r.notebook in ("A2_synthetic_pretrain", "A3_synthetic_finetune", "A7_dose_pilot")]
+    assert runs
+    for run in runs:
+        params = full_params(run.notebook, run.params)
+        assert run.params["setup"] == {"preset": preset}  # one name, no field restated
+        assert params["setup"] == configs.resolve(groups.Setup, {"preset": preset})
+        if "sweep" in run.params:
+            assert run.params["sweep"]["preset"] == preset
 
 
 def test_sweep_defaults_are_the_smoke_mixtures_and_reject_unknown_arms():

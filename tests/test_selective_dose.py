@@ -12,9 +12,7 @@ from mlmlib import verdicts
 from mlmlib.papers.selective_masking import dose, dose_claims, synthetic_task
 from mlmlib.papers.selective_masking.config import ContinuedMLM, SyntheticSelective, check_doses
 
-TINY = dict(n_sets=20, n_states=100, corpus_size=200, length=16, hidden=16, layers=1, heads=1,
-            base_steps=20, loss_threshold=10.0, task_size=200, doses=(0, 2, 5), few_labels=40,
-            epochs=1, validation_size=40, test_size=60, heldout_size=40)
+TINY = {"preset": "tiny"}  # the test plan's C4 sizes
 
 
 # ---------------------------------------------------------------- doses: checked before training

@@ -372,6 +372,48 @@ def test_bad_groups_name_the_field(cls, overrides, match):
         configs.build(getattr(config, cls), overrides, cls)
 
 
+@pytest.mark.parametrize("cls, table, parameter", [
+    ("ContinuedMLM", "MLM_PRESETS", "mlm"), ("FineTuning", "FINETUNING_PRESETS", "finetune"),
+    ("SyntheticSelective", "SYNTHETIC_PRESETS", "synthetic")])
+def test_each_preset_builds_resolves_to_its_numbers_and_an_unknown_one_stops(cls, table,
+                                                                              parameter):
+    import dataclasses
+
+    from mlmlib import configs
+    from mlmlib.papers.selective_masking import config
+
+    cls, presets = getattr(config, cls), getattr(config, table)
+    fields = set(presets["smoke"])
+    assert all(f.default is None for f in dataclasses.fields(cls) if f.name in fields)
+    for name, values in presets.items():
+        assert set(values) == fields, name  # every preset sets the same fields
+        built = configs.build(cls, {"preset": name}, parameter)
+        given = {k: v for k, v in values.items() if v is not None}  # None: the language's size
+        assert {k: getattr(built, k) for k in given} == given
+        resolved = configs.resolve(cls, {"preset": name})  # what a record carries
+        assert resolved == {k: list(v) if isinstance(v, tuple) else v
+                            for k, v in dataclasses.asdict(built).items()}
+    assert cls().preset == "smoke" and len(presets) >= 2
+    with pytest.raises(ValueError, match=rf"^{parameter}: preset must be one of \['smoke', "):
+        configs.build(cls, {"preset": "huge"}, parameter)
+
+
+def test_c_presets_hold_their_plans_numbers_and_take_a_field_on_top():
+    from mlmlib import configs
+    from mlmlib.papers.selective_masking.config import ContinuedMLM, FineTuning, SyntheticSelective
+
+    mlm = configs.resolve(ContinuedMLM, {"preset": "paper"})
+    assert (mlm["steps"], mlm["doses"], mlm["checkpoint_every"]) == (10000, [0, 1000, 3160, 10000],
+                                                                     2000)
+    paper = configs.build(FineTuning, {"preset": "paper", "test_split": "validation"}, "finetune")
+    assert (paper.label_regimes, paper.lr, paper.test_split) == (("few", "all"), 2e-5, "validation")
+    tiny = configs.build(FineTuning, {"preset": "tiny", "all_max_steps": 3}, "finetune")
+    assert (tiny.few_labels, tiny.all_max_steps) == (16, 3)
+    c4 = configs.build(SyntheticSelective, {"preset": "paper", "base_steps": 5}, "synthetic")
+    assert (c4.language, c4.n_sets, c4.hidden, c4.base_steps) == ("paper", 1000, 128, 5)
+    assert configs.build(SyntheticSelective, {"preset": "tiny"}, "synthetic").n_sets == 20
+
+
 def test_run_seed_runs_every_arm_at_tiny_size(tmp_path, monkeypatch):
     from mlmlib.base_config import BaseModelConfig
     from mlmlib.papers.selective_masking import seed_run

@@ -43,6 +43,7 @@ from mlmlib.papers.true_negatives.config import (
 )
 from mlmlib.papers.true_negatives.corpus_config import Corpus
 from mlmlib.papers.true_negatives.monitor import Injection, NegativesMonitor
+from mlmlib.papers.true_negatives.synthetic_config import SyntheticFinetune, SyntheticSetup
 from mlmlib.pretrain import MaskedStep, Objective, PretrainConfig
 from mlmlib.runs.plans import full_params, notebook_groups, notebook_parameters, notebooks_dir
 from mlmlib.speed import Speed
@@ -720,7 +721,10 @@ def test_b2_times_at_electra_smalls_geometry_on_b0s_corpus():
 
 
 PRESET_GROUPS = [(Corpus, "corpus_config", "CORPUS_PRESETS"), (Model, "config", "MODEL_PRESETS"),
-                 (Pretraining, "config", "PRETRAINING_PRESETS")]
+                 (Pretraining, "config", "PRETRAINING_PRESETS"),
+                 (Finetune, "config", "FINETUNE_PRESETS"),
+                 (SyntheticSetup, "synthetic_config", "SETUP_PRESETS"),
+                 (SyntheticFinetune, "synthetic_config", "FINETUNE_PRESETS")]
 
 
 def _presets(module: str, table: str) -> dict:
@@ -730,17 +734,32 @@ def _presets(module: str, table: str) -> dict:
 @pytest.mark.parametrize("cls, module, table", PRESET_GROUPS)
 def test_each_preset_sets_what_it_names_and_resolves_as_it_builds(cls, module, table):
     presets = _presets(module, table)
-    preset_fields = {f.name for f in dataclasses.fields(cls) if f.default is None} - {"warm_start_seed"}
+    preset_fields = set(next(iter(presets.values())))
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+    assert all(defaults[name] is None for name in preset_fields)  # None: the preset's
     ran = []
     for name, values in presets.items():
         assert set(values) == preset_fields, (cls.__name__, name)  # every preset sets them all
         built = configs.build(cls, {"preset": name}, cls.__name__.lower())
-        assert {k: getattr(built, k) for k in values} == values
+        given = {k: v for k, v in values.items() if v is not None}  # None: the group's own rule
+        assert {k: getattr(built, k) for k in given} == given
         resolved = configs.resolve(cls, {"preset": name})
         assert resolved == json_like(dataclasses.asdict(built))  # records carry the numbers
         ran.append(name)
     assert ran == list(presets) and len(ran) >= 2
     assert cls().preset == next(iter(presets))  # the first preset is the default (smoke's)
+
+
+def test_b_presets_hold_their_plans_numbers_and_take_a_field_on_top():
+    paper = configs.resolve(Pretraining, {"preset": "paper"})  # ELECTRA-small's recipe
+    assert (paper["steps"], paper["batch_size"], paper["lr"], paper["warmup_frac"]) == (
+        1_000_000, 128, 5e-4, 0.01)
+    b4 = configs.resolve(SyntheticSetup, {"preset": "paper", "steps": 10})
+    assert (b4["steps"], b4["hidden"], b4["embedding_size"], b4["n_sets"]) == (10, 256, 128, 1000)
+    tasks = configs.build(Finetune, {"preset": "tiny", "epochs": 2}, "finetune")
+    assert (tasks.tasks, tasks.epochs, tasks.max_train) == (("amazon-food",), 2, 64)
+    curve = configs.build(SyntheticFinetune, {"preset": "tiny", "curve_sizes": []}, "finetune")
+    assert (curve.curve_sizes, curve.train_size) == ((), 32)  # a field replaces the preset's
 
 
 def json_like(values: dict) -> dict:
@@ -759,7 +778,9 @@ def test_a_preset_size_can_be_overridden_alone():
 
 
 @pytest.mark.parametrize("cls, parameter", [(Corpus, "corpus"), (Model, "model"),
-                                            (Pretraining, "pretraining")])
+                                            (Pretraining, "pretraining"), (Finetune, "finetune"),
+                                            (SyntheticSetup, "setup"),
+                                            (SyntheticFinetune, "finetune")])
 def test_an_unknown_preset_names_the_parameter_and_the_presets(cls, parameter):
     with pytest.raises(ValueError, match=rf"^{parameter}: preset must be one of \['smoke', "):
         configs.build(cls, {"preset": "huge"}, parameter)
@@ -767,6 +788,8 @@ def test_an_unknown_preset_names_the_parameter_and_the_presets(cls, parameter):
 
 def test_b2_refuses_what_only_a_chain_uses():
     b_config.check_timing(configs.build(Pretraining, {"preset": "timing", "steps": 3}, "p"))
+    for preset in ("timing-tiny", "timing-paper"):  # B2's presets leave the chain's fields alone
+        b_config.check_timing(configs.build(Pretraining, {"preset": preset}, "p"))
     for field, value in (("checkpoints", [5]), ("warm_start_steps", 10), ("checkpoint_every", 2),
                          ("log_every", 5), ("warm_start_seed", 1)):
         group = configs.build(Pretraining, {"preset": "timing", field: value}, "pretraining")

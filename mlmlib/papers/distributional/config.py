@@ -1,16 +1,19 @@
 """Paper A's parameter groups: the synthetic setup, the fine-tuning sweep and the CBOW control.
 
 Each group is the one source of its fields and defaults (mlmlib.configs): the notebooks take it
-as a dict of overrides (`setup = {}`), the plans give only what differs. The defaults are the
-smoke profile's values; a field's comment gives the paper's value where it differs. Standard
-library only at import, so the plan loader reads these classes without torch; the methods that
-need the generator or the model import it when called.
+as a dict of overrides (`setup = {}`), the plans give only what differs. `Setup` and `Sweep` have
+named presets (SETUP_PRESETS, SWEEP_PRESETS: `smoke`, their defaults; `tiny`, the test suite's;
+`paper`, the authors' constants), chosen by name (`setup: {preset: paper}`), single fields still
+overridable. Standard library only at import, so the plan loader reads these classes without
+torch; the methods that need the generator or the model import it when called.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 from itertools import pairwise
+
+from mlmlib.configs import fill_preset, resolve_preset
 
 # The fine-tuned arms; "cbow" and "cbow-frozen" start from the same word2vec vectors.
 MODELS = ("scratch", "with", "without", "shuffled", "cbow", "cbow-frozen")
@@ -49,56 +52,87 @@ def vocab_size(n_sets: int) -> int:
     return 2 * n_sets + 3
 
 
+_SMOKE_SETUP = {
+    "language": "smoke", "corpus_size": 4000, "corpus_length": 32, "hidden": 64, "layers": 2,
+    "heads": 2, "max_len": 64, "dropout": 0.0, "steps": 1000, "batch_size": 64, "lr": 2e-3,
+    "warmup_frac": 0.05, "weight_decay": 0.01, "beta2": 0.999, "loss_threshold": 2.5,
+}
+# The named setups (Setup.preset); each gives every field that defaults to None in Setup.
+SETUP_PRESETS: dict[str, dict] = {
+    # the smoke profile's, and the cpu profile's at 3x its steps and corpus: an encoder this small
+    # learns the smoke language's task in minutes on a CPU only at a far higher learning rate
+    # than the paper's (book/paper_a.md); A2 checks that its MLM ended below the threshold
+    "smoke": _SMOKE_SETUP,
+    # the test suite's and, by its numbers, the rehearsals': plumbing only, a few MLM steps, so
+    # the convergence threshold sits above the unigram loss
+    "tiny": {**_SMOKE_SETUP, "language": "tiny", "corpus_size": 64, "corpus_length": 16,
+             "hidden": 16, "layers": 1, "max_len": 40, "steps": 6, "batch_size": 8,
+             "loss_threshold": 10.0},
+    # the authors' constants (book/paper_a.md): 200k sequences of 256 tokens, BERT's shape at 6
+    # layers, 23,438 steps (15 epochs of 200k sequences at batch 128); the threshold is ours
+    "paper": {"language": "paper", "corpus_size": 200000, "corpus_length": 256, "hidden": 768,
+              "layers": 6, "heads": 12, "max_len": 512, "dropout": 0.1, "steps": 23438,
+              "batch_size": 128, "lr": 5e-5, "warmup_frac": 0.1, "weight_decay": 0.001,
+              "beta2": 0.98, "loss_threshold": 2.0},
+}
+
+
 @dataclass
 class Setup:
     """Everything that defines a pretrained model: language, corpus, encoder shape, MLM training.
 
-    The fields that make the model are its cache key (`key`, `identity`). The language and
-    pretraining seeds are not fields a page overrides: the claims' intervals vary them, so the
-    pages take them as grid parameters (A2: `language_seed` and `seed`; A3: `language_seed` and
-    `pretrain_seed`) and set them with `with_seeds`.
+    `preset` names a set of them (SETUP_PRESETS); a field left None takes the preset's value, any
+    other replaces it, and the built group holds the values. The fields that make the model are
+    its cache key (`key`, `identity`). The language and pretraining seeds are not fields a page
+    overrides: the claims' intervals vary them, so the pages take them as grid parameters (A2:
+    `language_seed` and `seed`; A3: `language_seed` and `pretrain_seed`) and set them with
+    `with_seeds`.
     """
 
-    # The synthetic language: a preset of mlmlib.data.synthetic.LANGUAGES (the paper: "paper").
-    # A size given below replaces the preset's; None keeps it (built, the group holds the sizes).
-    language: str = "smoke"
+    preset: str = "smoke"  # one of SETUP_PRESETS: "smoke", "tiny" or "paper"
+    # The synthetic language: a preset of mlmlib.data.synthetic.LANGUAGES. A size given below
+    # replaces the language's; None keeps it (built, the group holds the sizes).
+    language: str | None = None
     n_sets: int | None = None
     n_states: int | None = None
     n_patterns: int | None = None
     pattern_length: int | None = None
     pattern_set_size: int | None = None
-    corpus_size: int = 4000       # pretraining sequences per corpus (the paper: 200k)
-    corpus_length: int = 32       # tokens per pretraining sequence (the paper: 256)
-    hidden: int = 64              # encoder width (the paper: 768)
-    layers: int = 2               # encoder layers (the paper: 6)
-    heads: int = 2                # attention heads (the paper: 12)
-    max_len: int = 64             # position embeddings: at least the sequence length plus one
-    dropout: float = 0.0          # (the paper: 0.1)
-    steps: int = 1000             # MLM steps (the paper: 15 epochs, about 23k steps)
-    batch_size: int = 64          # MLM batch (the paper: 128)
-    lr: float = 2e-3              # MLM peak learning rate (the paper: 5e-5)
-    warmup_frac: float = 0.05     # (the paper: 0.1)
-    weight_decay: float = 0.01    # (the paper: 0.001)
-    beta2: float = 0.999          # (the paper: 0.98)
+    corpus_size: int | None = None    # pretraining sequences per corpus
+    corpus_length: int | None = None  # tokens per pretraining sequence
+    hidden: int | None = None         # encoder width
+    layers: int | None = None         # encoder layers
+    heads: int | None = None          # attention heads
+    max_len: int | None = None        # position embeddings: at least the sequence length plus one
+    dropout: float | None = None
+    steps: int | None = None          # MLM steps
+    batch_size: int | None = None     # MLM batch
+    lr: float | None = None           # MLM peak learning rate
+    warmup_frac: float | None = None
+    weight_decay: float | None = None
+    beta2: float | None = None
     precision: str = "auto"       # "auto" (bf16 on a GPU that has it), "fp32" or "bf16"
     compile: bool = False         # torch.compile the MLM step (speed only: not in the cache key)
-    # The MLM must end below this loss (nats) to count as converged (the paper profile: 2.0). It
-    # judges the model rather than making it: not part of the cache key.
-    loss_threshold: float = 2.5
+    # The MLM must end below this loss (nats) to count as converged. It judges the model rather
+    # than making it: not part of the cache key.
+    loss_threshold: float | None = None
     language_seed: int = field(default=0, init=False)  # the synthetic language: chains, patterns
     pretrain_seed: int = field(default=0, init=False)  # corpus draw, weight init, masking
 
     def __post_init__(self) -> None:
         from mlmlib.data import synthetic as syn
 
-        syn.set_language(self)  # the preset's sizes where none is given; validates them
+        fill_preset(self, SETUP_PRESETS)  # the preset's values where none is given
+        syn.set_language(self)  # the language's sizes where none is given; validates them
         if self.corpus_length + 1 > self.max_len:
             raise ValueError(f"corpus_length + 1 ([CLS]) must be <= max_len ({self.max_len}), "
                              f"got {self.corpus_length}")
         if self.corpus_size < self.batch_size:
-            raise ValueError(f"corpus_size ({self.corpus_size}) must be >= batch_size ({self.batch_size})")
+            raise ValueError(f"corpus_size ({self.corpus_size}) must be >= batch_size "
+                             f"({self.batch_size})")
         if not self.loss_threshold > 0:
-            raise ValueError(f"loss_threshold must be a loss above 0 nats, got {self.loss_threshold}")
+            raise ValueError(f"loss_threshold must be a loss above 0 nats, got "
+                             f"{self.loss_threshold}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if not isinstance(self.compile, bool):
@@ -119,10 +153,11 @@ class Setup:
 
     @staticmethod
     def resolve_fields(values: dict) -> dict:
-        """The group's fields, the preset's sizes in those left None (configs.resolve)."""
+        """The group's fields, the preset's values and its language's sizes in those left None
+        (configs.resolve)."""
         from mlmlib.data import synthetic as syn
 
-        return syn.preset_fields(values)
+        return syn.preset_fields(resolve_preset(values, SETUP_PRESETS))
 
     def language_config(self):
         """The generator's config (mlmlib.data.synthetic.LanguageConfig)."""
@@ -143,7 +178,8 @@ class Setup:
                          pad_id=special_ids(self.n_sets)["pad"])
 
     def pretrain_config(self):
-        """The MLM training settings (PretrainConfig): 15% masking, 80/10/10, AdamW, linear decay."""
+        """The MLM training settings (PretrainConfig): 15% masking, 80/10/10, AdamW, linear
+        decay."""
         from mlmlib.pretrain import PretrainConfig
 
         return PretrainConfig(steps=self.steps, batch_size=self.batch_size, lr=self.lr,
@@ -162,9 +198,10 @@ class Setup:
 
     def identity(self) -> dict:
         """The fields that make a pretrained model: all but loss_threshold, which judges it,
-        compile, which changes its speed only, and the preset's name (its sizes are here)."""
+        compile, which changes its speed only, and the names of the setup's and the language's
+        presets (their values are here)."""
         return {k: v for k, v in asdict(self).items()
-                if k not in ("loss_threshold", "compile", "language")}
+                if k not in ("loss_threshold", "compile", "language", "preset")}
 
     def key(self, corpus: str) -> dict:
         """The cache key of the model pretrained on `corpus`: the corpus and `identity`."""
@@ -197,51 +234,80 @@ class CbowConfig:
 
 
 def check_train_sizes(sizes, pool_size: int) -> None:
-    """Fail before anything trains: training sizes must be ints >= 2, increasing, within the pool."""
+    """Fail before anything trains: training sizes must be ints >= 2, increasing, within the
+    pool."""
     sizes = list(sizes) if isinstance(sizes, (list, tuple)) else sizes
     if not isinstance(sizes, list) or not sizes or any(
             isinstance(n, bool) or not isinstance(n, int) for n in sizes):
-        raise ValueError(f"train_sizes must be a non-empty list of ints (training examples), got {sizes!r}")
+        raise ValueError(f"train_sizes must be a non-empty list of ints (training examples), "
+                         f"got {sizes!r}")
     if sizes[0] < 2:
         raise ValueError(f"train_sizes must start at 2 examples or more, got {sizes!r}")
     if any(b <= a for a, b in pairwise(sizes)):
-        raise ValueError(f"train_sizes must be strictly increasing (a learning curve), got {sizes!r}")
+        raise ValueError(f"train_sizes must be strictly increasing (a learning curve), "
+                         f"got {sizes!r}")
     if sizes[-1] > pool_size:
-        raise ValueError(f"train_sizes must lie within pool_size ({pool_size}), the labelled examples drawn "
-                         f"per seed; the largest is {sizes[-1]}: raise pool_size or lower train_sizes")
+        raise ValueError(f"train_sizes must lie within pool_size ({pool_size}), the labelled "
+                         f"examples drawn per seed; the largest is {sizes[-1]}: raise pool_size "
+                         f"or lower train_sizes")
+
+
+_SMOKE_SWEEP = {
+    "train_sizes": (25, 100, 400, 1600), "pool_size": 1600, "valid_size": 300, "test_size": 800,
+    "length": 32, "lr": 1e-3, "max_steps": 3000, "eval_every": 25, "patience": 6,
+    "bd2_curves": False,
+}
+# The named sweeps (Sweep.preset); each gives every field that defaults to None in Sweep.
+SWEEP_PRESETS: dict[str, dict] = {
+    # the smoke and cpu profiles': a learning curve that starts where scratch has not learned the
+    # task, runs that stop on patience, the mixtures at the largest size only (as learning curves
+    # they would add 12 fine-tunings to each seed's 24)
+    "smoke": _SMOKE_SWEEP,
+    # the test suite's: two training sizes, a few steps
+    "tiny": {**_SMOKE_SWEEP, "train_sizes": (8, 32), "pool_size": 32, "valid_size": 16,
+             "test_size": 32, "length": 16, "max_steps": 4, "eval_every": 2, "patience": 1},
+    # the authors' constants (their fine-tuning script, book/paper_a.md): ratios 0.1 ... 1.0 of
+    # 100k examples of 100 tokens, test sets of 10k, up to 30k steps, the mixtures as learning
+    # curves
+    "paper": {"train_sizes": tuple(range(10000, 100001, 10000)), "pool_size": 100000,
+              "valid_size": 10000, "test_size": 10000, "length": 100, "lr": 5e-5,
+              "max_steps": 30000, "eval_every": 1000, "patience": 5, "bd2_curves": True},
+}
 
 
 @dataclass
 class Sweep:
     """One fine-tuning seed's sweep: models x training-set sizes x B-D2 fractions, four test sets.
 
-    Each run stops on validation patience; `max_steps` is a safety cap that a run should not reach
-    (the rows say which did, `hit_cap`).
+    `preset` names a set of sizes and settings (SWEEP_PRESETS); a field left None takes the
+    preset's value, any other replaces it. Each run stops on validation patience; `max_steps` is
+    a safety cap that a run should not reach (the rows say which did, `hit_cap`).
     """
 
+    preset: str = "smoke"  # one of SWEEP_PRESETS: "smoke", "tiny" or "paper"
     models: tuple[str, ...] = MODELS
-    # labelled training examples, increasing, log-spaced: a learning curve that starts where scratch
-    # has not learned the task (the paper: 10k ... 100k in steps of 10k)
-    train_sizes: tuple[int, ...] = (25, 100, 400, 1600)
+    # labelled training examples, increasing (the smoke preset's log-spaced)
+    train_sizes: tuple[int, ...] | None = None
     bd2_fractions: tuple[float, ...] = (0.0, 0.1, 0.5)  # fractions of training replaced by B-D2
     # Models fine-tuned at the B-D2 fractions above 0; None: all `models`. The smoke sweep mixes
     # for scratch / WITH / WITHOUT and shuffled WITH, the baselines "pretraining helps" is judged
     # against there too (the paper: CBOW as well).
     bd2_models: tuple[str, ...] | None = ("scratch", "with", "without", "shuffled")
     # True: the mixtures are fine-tuned at every train ratio (the paper's learning curves);
-    # False: at the largest only (as learning curves they would add 12 fine-tunings to the 24).
-    bd2_curves: bool = False
+    # False: at the largest only.
+    bd2_curves: bool | None = None
     test_sets: tuple[str, ...] = TEST_SETS
-    pool_size: int = 1600         # labelled A-D1 (and B-D2) examples drawn per seed (the paper: 100k)
-    valid_size: int = 300         # validation examples (the training mixture), for early stopping
-    test_size: int = 800          # examples per test set (the paper: 10k)
-    length: int = 32              # tokens per labelled sequence (the paper: 100)
-    lr: float = 1e-3              # fine-tuning learning rate (the paper: 5e-5)
+    pool_size: int | None = None   # labelled A-D1 (and B-D2) examples drawn per seed
+    valid_size: int | None = None  # validation examples (the training mixture), for early stopping
+    test_size: int | None = None   # examples per test set
+    length: int | None = None      # tokens per labelled sequence
+    lr: float | None = None        # fine-tuning learning rate
     batch_size: int = 32
-    max_steps: int = 3000         # safety cap per run; patience ends runs first (the paper: 30k)
-    warmup_steps: int = 50        # linear warm-up, then decay to max_steps (the paper: 10% of the run)
-    eval_every: int = 25          # steps between validations (the paper: 1000)
-    patience: int = 6             # validations without improvement before stopping (the paper: 5)
+    max_steps: int | None = None   # safety cap per run; patience ends runs first
+    # linear warm-up, then decay to max_steps (the paper: 10% of the run; every preset: 50 steps)
+    warmup_steps: int = 50
+    eval_every: int | None = None  # steps between validations
+    patience: int | None = None    # validations without improvement before stopping
     # Every labelled set (training pool, validation, test) half of each class, drawn by rejection
     # from the same generator with the label function unchanged (the paper's sizes give about
     # 0.49 / 0.51 unbalanced; ours give 0.58). False: the generator's own class balance.
@@ -249,38 +315,50 @@ class Sweep:
     scratch_init: str = "pretraining"  # SCRATCH_INITS
 
     def __post_init__(self) -> None:
-        """Fail before anything trains: unknown names, impossible sizes."""
+        """The preset's values where none is given; fail before anything trains: unknown names,
+        impossible sizes."""
+        fill_preset(self, SWEEP_PRESETS)
         if not isinstance(self.balanced, bool):
-            raise ValueError(f"balanced must be true (each class half of every labelled set) or "  # noqa: TRY004
-                             f"false (the generator's own balance), got {self.balanced!r}")
+            raise ValueError(  # noqa: TRY004
+                f"balanced must be true (each class half of every labelled set) or false (the "
+                f"generator's own balance), got {self.balanced!r}")
         if self.scratch_init not in SCRATCH_INITS:
-            raise ValueError(f"scratch_init must be one of {SCRATCH_INITS}, got {self.scratch_init!r}")
+            raise ValueError(f"scratch_init must be one of {SCRATCH_INITS}, "
+                             f"got {self.scratch_init!r}")
         bad = [m for m in self.models if m not in MODELS]
         if bad or not self.models:
             raise ValueError(f"models must be a non-empty list from {MODELS}, got {self.models!r}")
         if self.bd2_models is not None and (not self.bd2_models
                                             or any(m not in self.models for m in self.bd2_models)):
-            raise ValueError(f"bd2_models must be None or a non-empty list from models {self.models!r}, "
-                             f"got {self.bd2_models!r}")
+            raise ValueError(f"bd2_models must be None or a non-empty list from models "
+                             f"{self.models!r}, got {self.bd2_models!r}")
         if not isinstance(self.bd2_curves, bool):
-            raise ValueError(f"bd2_curves must be true (mixtures at every train ratio) or false "  # noqa: TRY004
-                             f"(at the largest only), got {self.bd2_curves!r}")
+            raise ValueError(  # noqa: TRY004
+                f"bd2_curves must be true (mixtures at every train ratio) or false (at the "
+                f"largest only), got {self.bd2_curves!r}")
         bad = [t for t in self.test_sets if t not in TEST_SETS]
         if bad or not self.test_sets:
-            raise ValueError(f"test_sets must be a non-empty list from {TEST_SETS}, got {self.test_sets!r}")
+            raise ValueError(f"test_sets must be a non-empty list from {TEST_SETS}, "
+                             f"got {self.test_sets!r}")
         if not self.bd2_fractions or any(not 0 <= f < 1 for f in self.bd2_fractions):
             raise ValueError(f"bd2_fractions must be in [0, 1), got {self.bd2_fractions!r}")
-        for name in ("pool_size", "valid_size", "test_size", "length", "batch_size", "max_steps", "eval_every",
-                     "patience", "warmup_steps"):
+        for name in ("pool_size", "valid_size", "test_size", "length", "batch_size", "max_steps",
+                     "eval_every", "patience", "warmup_steps"):
             if isinstance(getattr(self, name), bool) or not isinstance(getattr(self, name), int) \
                     or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")
         check_train_sizes(self.train_sizes, self.pool_size)
 
+    @staticmethod
+    def resolve_fields(values: dict) -> dict:
+        """The group's fields, the preset's values in those left None (configs.resolve)."""
+        return resolve_preset(values, SWEEP_PRESETS)
+
     def check(self, setup: Setup) -> None:
         """Fail before anything trains: a labelled sequence longer than the encoder's positions."""
         if self.length + 1 > setup.max_len:
-            raise ValueError(f"length + 1 ([CLS]) must be <= max_len ({setup.max_len}), got {self.length}")
+            raise ValueError(f"length + 1 ([CLS]) must be <= max_len ({setup.max_len}), "
+                             f"got {self.length}")
 
     def plan_at(self, fraction: float) -> tuple[list[int], list[str]]:
         """The training sizes and the models fine-tuned at one B-D2 fraction."""

@@ -1,15 +1,20 @@
 """Paper C's parameter groups: how the arms mask, the task text, continued MLM and fine-tuning.
 
-C1 and C2 take each group as one dict of overrides (`masking = {}`); the defaults are the smoke
-profile's, and each field's comment gives the paper's value. The word list (its name, sample
-size and seed) is not a group: it names a run's results ("vader, 100 words"), so the notebooks
-keep `word_list(s)` and `word_list_size` as their own parameters and pass a `WordList`.
-Standard library only, so the plan loader can check a plan's groups without importing torch.
+C1, C2 and C4 take each group as one dict of overrides (`masking = {}`); the defaults are the
+smoke profile's, and each field's comment gives the paper's value. `ContinuedMLM`, `FineTuning`
+and C4's `SyntheticSelective` also have named presets (MLM_PRESETS, FINETUNING_PRESETS,
+SYNTHETIC_PRESETS), chosen by the field `preset` as mlmlib.configs describes: a field left None
+takes the preset's value, any other value replaces it. The word list (its name, sample size and
+seed) is not a group: it names a run's results ("vader, 100 words"), so the notebooks keep
+`word_list(s)` and `word_list_size` as their own parameters and pass a `WordList`. Standard
+library only, so the plan loader can check a plan's groups without importing torch.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from mlmlib.configs import fill_preset, resolve_preset
 
 FUNCTIONS = ("step", "linear", "exponential")  # the selective masking functions
 SCORE_METHODS = ("max", "topk-mean")  # how a word's similarities to the list become its score
@@ -108,29 +113,48 @@ class TaskText:
         _not_negative(self, "train_size")
 
 
+MLM_PRESETS = {
+    "smoke": {"steps": 60, "lr": 0.001, "doses": (), "checkpoint_every": 0},  # C2's smoke run
+    # the cpu plan's dose-response on MiniLM: one chain per arm and seed read at 0, 10, 30 and 100
+    # steps (100: what the time budget allows), sized in book/design_history.md, paper C
+    "cpu": {"steps": 100, "lr": 5e-5, "doses": (0, 10, 30, 100), "checkpoint_every": 0},
+    # the paper plan's, on bert-base: 10,000 steps read at log-spaced doses, resumable every 2,000
+    "paper": {"steps": 10_000, "lr": 5e-5, "doses": (0, 1000, 3160, 10_000),
+              "checkpoint_every": 2000},
+}
+
+
 @dataclass(frozen=True)
 class ContinuedMLM:
-    """C2's continued MLM of the base on the task's text (the rate is the masking's target_rate)."""
+    """C2's continued MLM of the base on the task's text (the rate is the masking's target_rate):
+    a preset of MLM_PRESETS, its fields overridable one by one (None: the preset's)."""
 
-    steps: int = 60                 # paper: thousands (the paper plan: 10,000)
+    preset: str = "smoke"
+    steps: int | None = None        # paper: thousands (the paper preset: 10,000)
     batch_size: int = 32            # paper: 32 or more
-    lr: float = 0.001               # paper: 5e-5 for bert-base
+    lr: float | None = None         # paper: 5e-5 for bert-base
     # A dose-response: the step counts at which one chain per (arm, seed) is read (nested
     # checkpoints), increasing, the last equal to `steps`; 0 is the base itself. () : one dose,
     # `steps`, trained with a decaying schedule. A chain keeps its learning rate
     # constant after `warmup_steps`, so its state at a dose is that of a run to that dose.
-    doses: tuple[int, ...] = ()
+    doses: tuple[int, ...] | None = None
     warmup_steps: int = 0
     # Steps between resumable checkpoints of each arm's continued MLM in the run's folder (0:
     # none): a run stopped by its machine (preempted, out of time) resumes from the last one.
-    checkpoint_every: int = 0
+    checkpoint_every: int | None = None
 
     def __post_init__(self) -> None:
+        fill_preset(self, MLM_PRESETS)
         _positive(self, "steps", "batch_size")
         _not_negative(self, "warmup_steps", "checkpoint_every")
         _rate(self, "lr")
         if self.doses:
             check_doses(self.doses, self.steps)
+
+    @staticmethod
+    def resolve_fields(values: dict) -> dict:
+        """The preset's values for the fields left None (mlmlib.configs.resolve)."""
+        return resolve_preset(values, MLM_PRESETS)
 
 
 def check_doses(doses, steps: int | None = None, parameter: str = "mlm.doses") -> tuple[int, ...]:
@@ -151,26 +175,47 @@ def check_doses(doses, steps: int | None = None, parameter: str = "mlm.doses") -
     return doses
 
 
+_SMOKE_FINETUNING = {"label_regimes": ("few",), "few_labels": 400, "few_epochs": 5,
+                     "all_epochs": 1, "all_max_steps": 65, "lr": 1e-3, "validation_size": 200,
+                     "test_size": 500, "pooling": "mean", "selection_holdout": 1000}
+FINETUNING_PRESETS = {
+    "smoke": _SMOKE_FINETUNING,  # C2's smoke run: few labels only, where continued MLM matters
+    # the test plan's plumbing runs: 16 labels, one epoch, small splits
+    "tiny": {**_SMOKE_FINETUNING, "few_labels": 16, "few_epochs": 1, "validation_size": 40,
+             "test_size": 40},
+    # the paper plan's (the paper's recipe for bert-base, and our reconstruction of its few-label
+    # regime): both regimes, whole splits. The splits are the task's: IMDb's labelled test split
+    # as here; sst2 and the hate speech set name `test_split` and `selection_split` on top
+    "paper": {"label_regimes": ("few", "all"), "few_labels": 500, "few_epochs": 10,
+              "all_epochs": 3, "all_max_steps": 0, "lr": 2e-5, "validation_size": 0,
+              "test_size": 0, "pooling": "cls", "selection_holdout": 2000},
+}
+
+
 @dataclass(frozen=True)
 class FineTuning:
-    """C2's classifiers: label regimes, their training, and the splits that pick and score them."""
+    """C2's classifiers: label regimes, their training, and the splits that pick and score them;
+    a preset of FINETUNING_PRESETS, its fields overridable one by one (None: the preset's)."""
 
-    label_regimes: tuple[str, ...] = ("few",)  # and "all" (paper, test plans): few labels make MLM matter
-    few_labels: int = 400           # labelled examples in the few-label regime (of 3,600)
-    few_epochs: int = 5
-    all_epochs: int = 1             # paper: 3
-    all_max_steps: int = 65         # cap on the all-labels steps (0: all_epochs full epochs)
+    preset: str = "smoke"
+    # and "all" (the paper and test plans): few labels make MLM matter
+    label_regimes: tuple[str, ...] | None = None
+    few_labels: int | None = None   # labelled examples in the few-label regime (of 3,600)
+    few_epochs: int | None = None
+    all_epochs: int | None = None   # paper: 3
+    all_max_steps: int | None = None  # cap on the all-labels steps (0: all_epochs full epochs)
     batch_size: int = 32            # paper: 32
-    lr: float = 1e-3                # paper: 2e-5
-    pooling: str = "mean"           # classifier head: "mean" of the token states or "cls" (paper: cls)
-    validation_size: int = 200      # validation examples for picking the best epoch (0: all)
-    test_size: int = 500            # test examples scored (0: all)
+    lr: float | None = None         # paper: 2e-5
+    pooling: str | None = None      # classifier head: "mean" of the token states or "cls" (paper)
+    validation_size: int | None = None  # validation examples for picking the best epoch (0: all)
+    test_size: int | None = None    # test examples scored (0: all)
     test_split: str = "test"        # paper: "validation" for sst2 and the hate speech set,
                                     # whose test labels are hidden
     selection_split: str = "validation"  # picks the best epoch; paper: "train-holdout" there
-    selection_holdout: int = 1000   # training texts set aside for "train-holdout"
+    selection_holdout: int | None = None  # training texts set aside for "train-holdout"
 
     def __post_init__(self) -> None:
+        fill_preset(self, FINETUNING_PRESETS)
         regimes = list(self.label_regimes)
         if not regimes or any(r not in LABEL_REGIMES for r in regimes) or len(set(regimes)) < len(regimes):
             raise ValueError(f"label_regimes must be a non-empty list from {LABEL_REGIMES}, "
@@ -181,6 +226,33 @@ class FineTuning:
         _not_negative(self, "all_max_steps", "validation_size", "test_size")
         _rate(self, "lr")
 
+    @staticmethod
+    def resolve_fields(values: dict) -> dict:
+        """The preset's values for the fields left None (mlmlib.configs.resolve)."""
+        return resolve_preset(values, FINETUNING_PRESETS)
+
+
+_SMOKE_SYNTHETIC = {
+    "language": "smoke", "n_sets": None, "n_states": None, "corpus_size": 4000, "length": 32,
+    "hidden": 64, "layers": 2, "heads": 2, "base_steps": 1000, "loss_threshold": 2.5,
+    "task_size": 2000, "doses": (0, 10, 30, 100), "few_labels": 100, "epochs": 10,
+    "validation_size": 200, "test_size": 1000, "heldout_size": 500}
+SYNTHETIC_PRESETS = {
+    "smoke": _SMOKE_SYNTHETIC,  # C4's smoke run: about 4 min a seed on a shared core
+    # the test plan's plumbing run: the smoke language cut to 20 sets, a base that need not
+    # converge, seconds a seed
+    "tiny": {**_SMOKE_SYNTHETIC, "n_sets": 20, "n_states": 100, "corpus_size": 200,
+             "length": 16, "hidden": 16, "layers": 1, "heads": 1, "base_steps": 20,
+             "loss_threshold": 10.0, "task_size": 200, "doses": (0, 2, 5), "few_labels": 40,
+             "epochs": 1, "validation_size": 40, "test_size": 60, "heldout_size": 40},
+    # the paper plan's: paper A's language (the paper's), a longer base and the same ten-fold
+    # dose range
+    "paper": {**_SMOKE_SYNTHETIC, "language": "paper", "corpus_size": 20_000, "length": 64,
+              "hidden": 128, "layers": 4, "heads": 4, "base_steps": 10_000,
+              "loss_threshold": 2.0, "task_size": 10_000, "doses": (0, 100, 316, 1000),
+              "few_labels": 500},
+}
+
 
 @dataclass(frozen=True)
 class SyntheticSelective:
@@ -190,12 +262,14 @@ class SyntheticSelective:
 
     Paper C adapts a general-domain base to a task's domain, so its continued MLM works because
     the task text differs from what the base saw: `base_domain` and `task_set` build that shift.
+    A preset of SYNTHETIC_PRESETS names the sizes; each field is overridable (None: the preset's).
     """
 
-    # The synthetic language: a preset of mlmlib.data.synthetic.LANGUAGES (the paper plan:
+    preset: str = "smoke"
+    # The synthetic language: a preset of mlmlib.data.synthetic.LANGUAGES (the paper preset:
     # "paper"); its label patterns' synonym sets are the task word list. A size given below
-    # replaces the preset's; None keeps it (built, the group holds the sizes).
-    language: str = "smoke"
+    # replaces the language's; None keeps it (built, the group holds the sizes).
+    language: str | None = None
     n_sets: int | None = None
     n_states: int | None = None
     n_patterns: int | None = None
@@ -203,32 +277,33 @@ class SyntheticSelective:
     pattern_set_size: int | None = None
     base_domain: str = "D1"         # the chain the base pretrains on (both alphabets mixed)
     task_set: str = "A-D2"          # the task's sequences: alphabet A of the other chain
-    corpus_size: int = 4000         # the base's pretraining sequences
-    length: int = 32                # tokens per sequence
-    hidden: int = 64
-    layers: int = 2
-    heads: int = 2
-    base_steps: int = 1000          # general MLM steps from scratch (uniform 15%)
+    corpus_size: int | None = None  # the base's pretraining sequences
+    length: int | None = None       # tokens per sequence
+    hidden: int | None = None
+    layers: int | None = None
+    heads: int | None = None
+    base_steps: int | None = None   # general MLM steps from scratch (uniform 15%)
     base_batch_size: int = 64
     base_lr: float = 0.002
-    loss_threshold: float = 2.5     # the base must end below this MLM loss (converged)
-    task_size: int = 2000           # the task's training sequences (continued MLM reads them)
-    doses: tuple[int, ...] = (0, 10, 30, 100)  # continued-MLM steps, nested in one chain
+    loss_threshold: float | None = None  # the base must end below this MLM loss (converged)
+    task_size: int | None = None    # the task's training sequences (continued MLM reads them)
+    doses: tuple[int, ...] | None = None  # continued-MLM steps, nested in one chain
     batch_size: int = 32
     lr: float = 0.001
     target_rate: float = 0.2        # every arm's expected masking rate
     beta: float = 3.0               # exponential: weight exp(beta * score)
-    few_labels: int = 100           # fine-tuning labels (class-stratified, seeded)
-    epochs: int = 10
+    few_labels: int | None = None   # fine-tuning labels (class-stratified, seeded)
+    epochs: int | None = None
     finetune_lr: float = 0.001
-    validation_size: int = 200
-    test_size: int = 1000
-    heldout_size: int = 500         # held-out task sequences for the masked-LM loss
+    validation_size: int | None = None
+    test_size: int | None = None
+    heldout_size: int | None = None  # held-out task sequences for the masked-LM loss
 
     def __post_init__(self) -> None:
         from mlmlib.data import synthetic as syn
 
-        syn.set_language(self)  # the preset's sizes where none is given; validates them
+        fill_preset(self, SYNTHETIC_PRESETS)
+        syn.set_language(self)  # the language's sizes where none is given; validates them
         _positive(self, "corpus_size", "length", "hidden", "layers", "heads", "base_steps",
                   "base_batch_size", "task_size", "batch_size", "few_labels", "epochs",
                   "validation_size", "test_size", "heldout_size")
@@ -253,7 +328,8 @@ class SyntheticSelective:
 
     @staticmethod
     def resolve_fields(values: dict) -> dict:
-        """The group's fields, the preset's sizes in those left None (configs.resolve)."""
+        """The group's fields: the preset's values, then the language's sizes, in those left None
+        (configs.resolve)."""
         from mlmlib.data import synthetic as syn
 
-        return syn.preset_fields(values)
+        return syn.preset_fields(resolve_preset(values, SYNTHETIC_PRESETS))

@@ -2,10 +2,11 @@
 and the fine-tuning (the corpus's is `corpus_config`, the speed switches' `mlmlib.speed`).
 
 Each page takes a group as one dict of overrides (mlmlib.configs). The defaults are B1's smoke
-run; `Model` and `Pretraining` also have named presets (`presets`), B2's among them. A field's
-comment gives the paper's value where it differs, and "reconstructed" marks a setting the paper
-body did not give. Standard library only, so the plan loader can check a plan's groups without
-torch.
+run; `Model`, `Pretraining` and `Finetune` also have named presets (MODEL_PRESETS,
+PRETRAINING_PRESETS, FINETUNE_PRESETS: B2's, the test plan's and the paper plan's among them),
+chosen by the field `preset` as mlmlib.configs describes. A field's comment gives the paper's
+value where it differs, and "reconstructed" marks a setting the paper body did not give.
+Standard library only, so the plan loader can check a plan's groups without torch.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mlmlib.base_config import MINILM, BaseModelConfig
+from mlmlib.configs import fill_preset, resolve_preset
 from mlmlib.objectives import ELECTRA_DISC_WEIGHT, ELECTRA_TEMPERATURE, MASK_RATE
-from mlmlib.papers.true_negatives.presets import fill, resolved
 
 # Where a correction acts: "auto" is the discriminator for ELECTRA, the MLM loss for MLM
 # (negatives.APPLY_TO names the explicit targets; a test keeps the two lists together).
@@ -154,7 +155,7 @@ class Model:
     generator_fraction: float | None = None  # generator width / discriminator width
 
     def __post_init__(self) -> None:
-        fill(self, MODEL_PRESETS)
+        fill_preset(self, MODEL_PRESETS)
         for name in ("hidden", "layers", "heads"):
             if not _is_int(getattr(self, name), 1):
                 raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")
@@ -169,7 +170,7 @@ class Model:
     @staticmethod
     def resolve_fields(values: dict) -> dict:
         """The preset's values for the fields left None (mlmlib.configs.resolve)."""
-        return resolved(values, MODEL_PRESETS)
+        return resolve_preset(values, MODEL_PRESETS)
 
     def geometry(self) -> dict:
         """The encoder's sizes as mlmlib.models.ModelSize takes them (without vocabulary and length)."""
@@ -195,13 +196,30 @@ def check_checkpoints(checkpoints: Sequence[int], steps: int, log_every: int) ->
     return [*checkpoints, steps] if not checkpoints or checkpoints[-1] != steps else list(checkpoints)
 
 
+# B1's smoke chain, after a shared warm start: seconds per arm on a CPU
+_SMOKE_PRETRAINING = {"steps": 100, "batch_size": 32, "lr": 0.002, "warmup_frac": 0.1,
+                      "temperature": 3.0, "log_every": 50, "checkpoints": (),
+                      "checkpoint_every": 0, "warm_start_steps": 500}
+# B2's timed steps: per arm and repetition, a few steps of a small batch (no warm start)
+_TIMING = {**_SMOKE_PRETRAINING, "steps": 5, "batch_size": 4, "lr": 3e-3,
+           "temperature": ELECTRA_TEMPERATURE, "warm_start_steps": 0}
 PRETRAINING_PRESETS = {
-    # B1's smoke chain, after a shared warm start: seconds per arm on a CPU
-    "smoke": {"steps": 100, "batch_size": 32, "lr": 0.002, "temperature": 3.0,
-              "warm_start_steps": 500},
-    # B2's timed steps: per arm and repetition, a few steps of a small batch (no warm start)
-    "timing": {"steps": 5, "batch_size": 4, "lr": 3e-3, "temperature": ELECTRA_TEMPERATURE,
-               "warm_start_steps": 0},
+    # B1's chains
+    "smoke": _SMOKE_PRETRAINING,
+    # the test plan's: a 6-step chain from scratch, fine-tuned at step 3 too
+    "tiny": {**_SMOKE_PRETRAINING, "steps": 6, "batch_size": 16, "lr": 0.003,
+             "temperature": ELECTRA_TEMPERATURE, "log_every": 3, "checkpoints": (3,),
+             "warm_start_steps": 0},
+    # the paper plan's: ELECTRA-small's recipe (Clark et al. 2020), 1M steps of batch 128 at
+    # temperature 1, resumable every 10,000 steps
+    "paper": {"steps": 1_000_000, "batch_size": 128, "lr": 5e-4, "warmup_frac": 0.01,
+              "temperature": ELECTRA_TEMPERATURE, "log_every": 1000, "checkpoints": (),
+              "checkpoint_every": 10_000, "warm_start_steps": 0},
+    # B2's timed steps
+    "timing": _TIMING,
+    "timing-tiny": {**_TIMING, "steps": 4, "batch_size": 16},  # the test plan's
+    # the paper plan's: 10 timed steps of ELECTRA-small's batch and learning rate
+    "timing-paper": {**_TIMING, "steps": 10, "batch_size": 128, "lr": 5e-4},
 }
 # What only a chain (B1) uses: B2 times steps of one training loop (`check_timing`).
 CHAIN_FIELDS = ("log_every", "checkpoints", "checkpoint_every", "warm_start_steps",
@@ -217,17 +235,18 @@ class Pretraining:
     steps: int | None = None  # each arm's chain (B2: timed steps per arm) (ELECTRA-small: 1M)
     batch_size: int | None = None  # (ELECTRA-small: 128)
     lr: float | None = None  # (ELECTRA-small: 5e-4)
-    warmup_frac: float = 0.1  # (ELECTRA: 10k of 1M steps)
+    warmup_frac: float | None = None  # (ELECTRA: 10k of 1M steps)
     mask_rate: float = MASK_RATE
     disc_weight: float = ELECTRA_DISC_WEIGHT
     # generator sampling temperature (paper: 1; at 1 a smoke-size generator samples words a
     # 2-layer discriminator never flags, hence the smoke preset's 3)
     temperature: float | None = None
-    log_every: int = 50
+    log_every: int | None = None
     # steps at which the chain is also fine-tuned: increasing, multiples of log_every, at most
     # steps (empty: steps only; steps always is)
-    checkpoints: tuple[int, ...] = ()
-    checkpoint_every: int = 0  # steps between resumable checkpoints in the run folder (paper: 10000)
+    checkpoints: tuple[int, ...] | None = None
+    # steps between resumable checkpoints in the run folder, 0: none (paper: 10000)
+    checkpoint_every: int | None = None
     # shared uncorrected ELECTRA/MLM pretraining before the arms (paper: 0)
     warm_start_steps: int | None = None
     # None: each pretraining seed its own warm start; an int: one warm start (per objective)
@@ -235,7 +254,7 @@ class Pretraining:
     warm_start_seed: int | None = None
 
     def __post_init__(self) -> None:
-        fill(self, PRETRAINING_PRESETS)
+        fill_preset(self, PRETRAINING_PRESETS)
         for name, least in (("steps", 1), ("batch_size", 1), ("log_every", 1),
                             ("checkpoint_every", 0), ("warm_start_steps", 0)):
             if not _is_int(getattr(self, name), least):
@@ -257,7 +276,7 @@ class Pretraining:
     @staticmethod
     def resolve_fields(values: dict) -> dict:
         """The preset's values for the fields left None (mlmlib.configs.resolve)."""
-        return resolved(values, PRETRAINING_PRESETS)
+        return resolve_preset(values, PRETRAINING_PRESETS)
 
     def pretrain_config(self, seed: int, speed):
         """The training loop's mlmlib.pretrain.PretrainConfig for pretraining seed `seed`, with
@@ -282,21 +301,40 @@ def check_timing(pretraining: Pretraining) -> None:
                              f"no effect; leave it at its preset's {getattr(plain, name)!r}")
 
 
+FINETUNE_PRESETS = {
+    # B1's smoke fine-tuning: two offline tasks
+    "smoke": {"tasks": ("amazon-food", "wordnet-lexname"), "seeds": (0,), "epochs": 2,
+              "lr": 0.003, "pooling": "mean", "max_length": 48, "max_train": 1000,
+              "max_eval": 500},
+    # the test plan's: one task, one epoch, a few dozen examples
+    "tiny": {"tasks": ("amazon-food",), "seeds": (0,), "epochs": 1, "lr": 0.001,
+             "pooling": "mean", "max_length": 24, "max_train": 64, "max_eval": 48},
+    # the paper plan's: GLUE dev but STS-B (regression) and SQuAD v1.1 dev (network), three
+    # seeds, ELECTRA's [CLS] head; a million examples is every example of each split
+    "paper": {"tasks": ("sst2", "cola", "mrpc", "qnli", "rte", "mnli", "qqp", "squad"),
+              "seeds": (0, 1, 2), "epochs": 3, "lr": 3e-4, "pooling": "cls", "max_length": 128,
+              "max_train": 1_000_000, "max_eval": 1_000_000},
+}
+
+
 @dataclass(frozen=True)
 class Finetune:
     """B1's fine-tuning of each checkpoint, and its robustness test: the same test examples with
-    held-out WordNet synonyms swapped in (`substitution`)."""
+    held-out WordNet synonyms swapped in (`substitution`). A preset of FINETUNE_PRESETS, its
+    fields overridable one by one (None: the preset's)."""
 
+    preset: str = "smoke"
     # paper: GLUE tasks, e.g. "sst2", "cola", and "squad" (SQuAD v1.1) (network)
-    tasks: tuple[str, ...] = ("amazon-food", "wordnet-lexname")
-    seeds: tuple[int, ...] = (0,)  # fine-tuning seeds, each added to the pretraining seed
-    epochs: int = 2
+    tasks: tuple[str, ...] | None = None
+    seeds: tuple[int, ...] | None = None  # fine-tuning seeds, each added to the pretraining seed
+    epochs: int | None = None
     batch_size: int = 32
-    lr: float = 0.003
-    pooling: str = "mean"  # classifier head: mean of the token states, or "cls" (paper: cls)
-    max_length: int = 48  # tokens per example (a QA task: per question + context window)
-    max_train: int | None = 1000  # None: the whole training split
-    max_eval: int | None = 500  # test examples (None: all)
+    lr: float | None = None
+    pooling: str | None = None  # classifier head: mean of the token states, or "cls" (paper: cls)
+    max_length: int | None = None  # tokens per example (a QA task: per question + context window)
+    # training and test examples at most (more than a split holds: all of it)
+    max_train: int | None = None
+    max_eval: int | None = None
     max_validation: int | None = None  # examples that pick the best epoch (None: max_eval)
     substitution_rate: float = 0.5  # chance to swap each content word that has a held-out synonym
     # words it may swap: "unambiguous" (one part of speech in WordNet) or "guessed" (also by
@@ -304,6 +342,7 @@ class Finetune:
     substitution_pos: str = "unambiguous"
 
     def __post_init__(self) -> None:
+        fill_preset(self, FINETUNE_PRESETS)
         check_list("tasks", self.tasks)
         check_list("seeds", self.seeds)
         if not all(_is_int(s, 0) for s in self.seeds):
@@ -311,10 +350,12 @@ class Finetune:
         for name in ("epochs", "batch_size", "max_length"):
             if not _is_int(getattr(self, name), 1):
                 raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")
-        for name in ("max_train", "max_eval", "max_validation"):
-            value = getattr(self, name)
-            if value is not None and not _is_int(value, 1):
-                raise ValueError(f"{name} must be an int >= 1 or None (all), got {value!r}")
+        for name in ("max_train", "max_eval"):
+            if not _is_int(getattr(self, name), 1):
+                raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")
+        if self.max_validation is not None and not _is_int(self.max_validation, 1):
+            raise ValueError(f"max_validation must be an int >= 1 or None (max_eval), "
+                             f"got {self.max_validation!r}")
         if not _is_number(self.lr) or not self.lr > 0:
             raise ValueError(f"lr must be a number > 0, got {self.lr!r}")
         if not _is_number(self.substitution_rate) or not 0 < self.substitution_rate <= 1:
@@ -322,3 +363,8 @@ class Finetune:
         if self.substitution_pos not in SUBSTITUTION_POS:
             raise ValueError(f"substitution_pos must be one of {SUBSTITUTION_POS}, "
                              f"got {self.substitution_pos!r}")
+
+    @staticmethod
+    def resolve_fields(values: dict) -> dict:
+        """The preset's values for the fields left None (mlmlib.configs.resolve)."""
+        return resolve_preset(values, FINETUNE_PRESETS)

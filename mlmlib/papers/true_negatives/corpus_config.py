@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from mlmlib.papers.true_negatives.presets import fill, resolved
+from mlmlib.configs import fill_preset, resolve_preset
 
 CORPUS_PRESETS = {
     # B1's smoke corpus: one padded row of 32 tokens per text
@@ -38,7 +38,7 @@ class Corpus:
     def __post_init__(self) -> None:
         from mlmlib.data.corpora import check_corpus
 
-        fill(self, CORPUS_PRESETS)
+        fill_preset(self, CORPUS_PRESETS)
         check_corpus(self.corpus)
         if not isinstance(self.tokenizer, str) or not self.tokenizer:
             raise ValueError(f"tokenizer must name a tokenizer, got {self.tokenizer!r}")
@@ -56,7 +56,7 @@ class Corpus:
     @staticmethod
     def resolve_fields(values: dict) -> dict:
         """The preset's values for the fields left None (mlmlib.configs.resolve)."""
-        return resolved(values, CORPUS_PRESETS)
+        return resolve_preset(values, CORPUS_PRESETS)
 
     def key(self) -> dict:
         """What identifies the encoded corpus (its cache key, its packed file's recipe): every
