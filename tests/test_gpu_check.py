@@ -129,3 +129,12 @@ def test_a_stopped_rehearsal_takes_its_detached_children_along(gpu_check, tmp_pa
         time.sleep(0.1)
     else:
         pytest.fail(f"process {pid} outlived the stopped command")
+
+
+def test_the_paper_plans_measured_loops_are_timings_gpu_check_makes(gpu_check):
+    """An entry's gpu_loop names a timing of this script, so --measured can find its MFU."""
+    from mlmlib.runs.plans import load_plan
+
+    loops = {r.gpu_loop for r in load_plan("paper").runs if r.gpu_loop}
+    assert loops == {"electra_small_paper_b", "bert_6x768_paper_a2"}
+    assert loops <= set(gpu_check.timing_setups(False, 300, 30, 128, 128, gpu_check.PAPER_A_VOCAB))
