@@ -565,3 +565,15 @@ def test_departures_from_the_paper_recipe_are_listed_with_their_reasons():
     timed = {"model": {"hidden": 256, "layers": 12}, "pretraining": {"batch_size": 4}}
     assert claims.timing_dose([timed], []) == "hidden 256, 12 layers, batch 4"
     assert claims.departures(ours, [], claims.B1_DEPARTURES) == {}
+
+
+def test_a_setting_is_read_from_its_group_or_from_a_flat_record():
+    """Records of pages that took B1's fields flat still give their dose and departures."""
+    from mlmlib.papers.true_negatives.claims import setting
+
+    grouped = {"pretraining": {"steps": 100, "temperature": 1.0}, "start": {"base": "scratch"}}
+    flat = {"steps": 100, "temperature": 3.0, "start": {"base": "minilm-l6"}}
+    assert setting(grouped, "pretraining.steps") == setting(flat, "pretraining.steps") == 100
+    assert setting(flat, "pretraining.temperature") == 3.0
+    assert setting(flat, "start.base") == "minilm-l6" and setting(grouped, "start.base") == "scratch"
+    assert setting(grouped, "start.generator") is None  # a group without the field: nothing

@@ -491,10 +491,15 @@ def at_majority_text(below: list[str]) -> str:
 
 
 def setting(params: dict, path: str):
-    """A plan's setting by its dotted path ('setup.temperature')."""
+    """A plan's setting by its dotted path ('pretraining.temperature'). A record whose page took
+    the group's fields as flat parameters (`temperature`) holds it at the top level."""
+    value = params
     for part in path.split("."):
-        params = params.get(part) if isinstance(params, dict) else None
-    return params
+        value = value.get(part) if isinstance(value, dict) else None
+    group, _, field = path.partition(".")
+    if value is None and field and not isinstance(params.get(group), dict):
+        return params.get(field)
+    return value
 
 
 def departures(ours: list[dict], paper: list[dict], reasons: dict[str, str]) -> dict[str, str]:
