@@ -110,7 +110,7 @@ def test_pretraining_helps_is_judged_against_the_stronger_baseline():
 def test_a_recorded_run_may_not_use_a_pilot_language():
     groups.check_recorded_language(groups.PILOT_LANGUAGES[0], recording=False)  # the pilot itself
     groups.check_recorded_language(1, recording=True)
-    with pytest.raises(ValueError, match="language_seed=300 is a pilot language"):
+    with pytest.raises(ValueError, match="parameter language_seed: language 300 is a pilot language"):
         groups.check_recorded_language(300, recording=True)
 
 

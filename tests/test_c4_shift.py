@@ -25,9 +25,12 @@ def seen(tokens: np.ndarray, n_sets: int) -> set[tuple[int, int]]:
 
 
 def test_the_base_never_sees_the_task_domain():
-    config = SyntheticSelective()
+    # the chain-only shift (both alphabets in the base, the task in alphabet A)
+    config = configs.build(SyntheticSelective, {"base_alphabet": "mix", "task_set": "A-D2"},
+                           "synthetic")
     lang = synthetic_task.language(config, seed=3)
-    base = synthetic_task.base_corpus(lang, config.base_domain, 2000, config.length, seed=3)
+    base = synthetic_task.base_corpus(lang, config.base_domain, 2000, config.length, seed=3,
+                                      alphabet=config.base_alphabet)
     task, _ = labelled_set(lang, config.task_set, 2000, config.length, seed=3)
     d1, d2 = (bigrams(lang.chains[c], config.n_sets) for c in ("D1", "D2"))
     assert seen(base, config.n_sets) <= d1  # every transition the base reads is one of D1's
@@ -38,7 +41,25 @@ def test_the_base_never_sees_the_task_domain():
     assert len(task_pairs - d1) > 0.8 * len(task_pairs)
 
 
+def test_a_base_of_alphabet_a_never_reads_the_words_the_mixed_task_text_adds():
+    config = SyntheticSelective()  # the default: the vocabulary shift
+    assert (config.base_alphabet, config.task_set) == ("A", "mix-D2")
+    lang = synthetic_task.language(config, seed=4)
+    base = synthetic_task.base_corpus(lang, config.base_domain, 2000, config.length, seed=4,
+                                      alphabet=config.base_alphabet)
+    assert (base < config.n_sets).all()  # no B token in the base's text...
+    assert synthetic_task.base_replace_ids(config).max().item() == config.n_sets - 1  # ...or noise
+    tokens, labels = synthetic_task.task_draw(lang, config.task_set, 2000, config.length, seed=4)
+    assert (tokens >= config.n_sets).mean() == pytest.approx(0.5, abs=0.02)  # the task's B words
+    ids, same_labels = labelled_set(lang, "A-D2", 2000, config.length, seed=4)
+    assert (tokens % config.n_sets == ids).all()  # the same sequences, their alphabets mixed...
+    assert (labels == same_labels).all()  # ...with the generator's labels unchanged
+    assert seen(tokens, config.n_sets) <= bigrams(lang.chains["D2"], config.n_sets)
+
+
 @pytest.mark.parametrize("override, match", [
+    ({"base_alphabet": "B"}, "synthetic.base_alphabet must be one of"),
+    ({"task_set": "mix-D1"}, "synthetic.task_set 'mix-D1' lies inside the base's pretraining"),
     ({"task_set": "A-D1"}, "synthetic.task_set 'A-D1' lies inside the base's pretraining domain"),
     ({"base_domain": "D3"}, "synthetic.base_domain must be one of"),
     ({"task_set": "C-D2"}, "synthetic.task_set must be"),
@@ -46,3 +67,22 @@ def test_the_base_never_sees_the_task_domain():
 def test_a_shift_that_is_no_shift_or_a_bad_dose_list_is_refused(override, match):
     with pytest.raises(ValueError, match=match):
         configs.build(SyntheticSelective, override, "synthetic")
+
+
+def test_a_recorded_run_may_not_use_a_pilot_language():
+    from mlmlib.papers.selective_masking.config import PILOT_LANGUAGES
+
+    config = configs.build(SyntheticSelective, {"preset": "tiny"}, "synthetic")
+    with pytest.raises(ValueError, match="parameter seed: language 104 is a pilot language"):
+        synthetic_task.run_seed(config, 104, recording=True)  # before anything is drawn
+    assert 104 in PILOT_LANGUAGES
+
+
+@pytest.mark.parametrize("profile", ["test", "smoke", "cpu", "paper"])
+def test_no_plan_records_a_c4_pilot_language(profile):
+    from mlmlib.papers.selective_masking.config import PILOT_LANGUAGES
+    from mlmlib.runs.plans import load_plan
+
+    seeds = [run.params.get("seed", 0) for run in load_plan(profile).runs
+             if run.notebook == "C4_synthetic_selective"]
+    assert seeds and not set(seeds) & set(PILOT_LANGUAGES)

@@ -244,3 +244,21 @@ def test_too_few_seeds_is_not_measured_and_the_score_must_exist():
     check_card(dose_claims.top_dose_card([claim]))
     with pytest.raises(ValueError, match="probe_accuracy"):
         dose_claims.dose_claims(_rows(0.05, 0.5, 0.05), "real")
+
+
+def test_the_card_names_a_c4_setting_chosen_after_a_control_failed():
+    import pandas as pd
+
+    [claim] = dose_claims.dose_claims(_rows(0.05, 0.5, 0.05), "synthetic")
+    runs = pd.DataFrame({"synthetic": [{"base_alphabet": "A", "task_set": "mix-D2"}] * 3})
+    departures = dose_claims.synthetic_departures(runs)
+    assert list(departures) == ["synthetic.base_alphabet A"]
+    [card] = check_card(dose_claims.top_dose_card([claim], departures={"synthetic": departures}))
+    assert "departs from the paper: synthetic.base_alphabet A: a vocabulary shift" in card["dose"]
+    assert "failed on sixteen languages" in card["dose"]
+    # the chain-only design (the default) departs from nothing
+    plain = pd.DataFrame({"synthetic": [{"base_alphabet": "mix", "task_set": "A-D2"}] * 3})
+    assert dose_claims.synthetic_departures(plain) == {}
+    [card] = check_card(dose_claims.top_dose_card(
+        [claim], departures={"synthetic": dose_claims.synthetic_departures(plain)}))
+    assert "departs" not in card["dose"]

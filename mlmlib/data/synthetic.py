@@ -89,6 +89,15 @@ def language_sizes(name: str, parameter: str = "language",
         raise ValueError(f"{parameter} {name!r} with {given}: {exc}") from None
 
 
+def check_not_pilot(language: int, pilots: tuple[int, ...], parameter: str) -> None:
+    """Stop a recorded run on a language a pilot drew (`pilots`), naming the `parameter` that
+    chose it: no setting may be judged on the languages that chose it."""
+    if language in pilots:
+        raise ValueError(f"parameter {parameter}: language {language} is a pilot language "
+                         f"{pilots}; a recorded run must use another, so that no setting is "
+                         "judged on the languages that chose it")
+
+
 def set_language(group) -> LanguageSizes:
     """Fill a parameter group's sizes (its SIZE_FIELDS; None: the preset's) from the preset its
     `language` field names, frozen groups too; the sizes, or a ValueError as `language_sizes`."""

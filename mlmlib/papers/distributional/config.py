@@ -34,10 +34,10 @@ PILOT_LANGUAGES = (300, 301, 302, 303)
 
 def check_recorded_language(language_seed: int, recording: bool) -> None:
     """Stop a recorded run (`recording`: it writes a record) on a pilot language."""
-    if recording and language_seed in PILOT_LANGUAGES:
-        raise ValueError(f"language_seed={language_seed} is a pilot language {PILOT_LANGUAGES}; a "
-                         "recorded run must use another, so that no setting is judged on the "
-                         "languages that chose it")
+    from mlmlib.data.synthetic import check_not_pilot
+
+    if recording:
+        check_not_pilot(language_seed, PILOT_LANGUAGES, "language_seed")
 
 
 # The vocabulary the sizes imply (mlmlib.papers.distributional.synthetic adds [PAD] and [CLS] to

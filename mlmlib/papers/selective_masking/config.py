@@ -21,6 +21,10 @@ SCORE_METHODS = ("max", "topk-mean")  # how a word's similarities to the list be
 TRUNCATIONS = ("head", "head+tail")
 LABEL_REGIMES = ("few", "all")
 POOLINGS = ("mean", "cls")  # as mlmlib.models.POOLINGS
+BASE_ALPHABETS = ("mix", "A")  # C4: the alphabets the base's pretraining text uses
+TASK_ALPHABETS = ("A", "B", "mix")  # C4: the task text's alphabet(s)
+# C4's pilot languages (book/design_history.md, paper C): no recorded run may use one.
+PILOT_LANGUAGES = tuple(range(100, 112))
 
 
 def _positive(group: object, *names: str) -> None:
@@ -275,8 +279,13 @@ class SyntheticSelective:
     n_patterns: int | None = None
     pattern_length: int | None = None
     pattern_set_size: int | None = None
-    base_domain: str = "D1"         # the chain the base pretrains on (both alphabets mixed)
-    task_set: str = "A-D2"          # the task's sequences: alphabet A of the other chain
+    base_domain: str = "D1"         # the chain the base pretrains on
+    base_alphabet: str = "A"        # the base's tokens: "A" (alphabet A only: the task's B
+                                    # tokens are words it never read) or "mix" (both alphabets,
+                                    # each token its B synonym with p 0.5)
+    task_set: str = "mix-D2"        # the task's sequences: '<A, B or mix>-<the other chain>'
+    balanced: bool = True           # every labelled set half of each class (rejection draw from
+                                    # the same generator; False: the generator's own mix)
     corpus_size: int | None = None  # the base's pretraining sequences
     length: int | None = None       # tokens per sequence
     hidden: int | None = None
@@ -318,9 +327,13 @@ class SyntheticSelective:
         domains = ("D1", "D2")
         if self.base_domain not in domains:
             raise ValueError(f"synthetic.base_domain must be one of {domains}, got {self.base_domain!r}")
+        if self.base_alphabet not in BASE_ALPHABETS:
+            raise ValueError(f"synthetic.base_alphabet must be one of {BASE_ALPHABETS}, "
+                             f"got {self.base_alphabet!r}")
         alphabet, _, chain = str(self.task_set).partition("-")
-        if alphabet not in ("A", "B") or chain not in domains:
-            raise ValueError(f"synthetic.task_set must be '<A or B>-<D1 or D2>', got {self.task_set!r}")
+        if alphabet not in TASK_ALPHABETS or chain not in domains:
+            raise ValueError("synthetic.task_set must be '<A, B or mix>-<D1 or D2>', "
+                             f"got {self.task_set!r}")
         if chain == self.base_domain:
             raise ValueError(f"synthetic.task_set {self.task_set!r} lies inside the base's pretraining "
                              f"domain (base_domain {self.base_domain!r}): the continued MLM would show "

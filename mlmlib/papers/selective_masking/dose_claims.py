@@ -38,6 +38,15 @@ TESTBEDS = {
                   "scale": verdicts.ACCURACY},
 }
 SELECTIVE_ARM = "exponential"
+# C4 settings chosen after one of its controls failed: the scorecard names each one a run uses,
+# with its reason (book/design_history.md, paper C), so no departure hides in a verdict.
+SYNTHETIC_DEPARTURES = {
+    ("base_alphabet", "A"): (
+        "a vocabulary shift (the base reads alphabet A of chain D1 only; the task's text mixes "
+        "both alphabets on D2), chosen after the chain-only shift's control 'continued MLM moves "
+        "the score' failed on sixteen languages (records of 2026-12-06); piloted on languages "
+        "the records never use"),
+}
 # The record fields of each run's majority class, by the score's metric.
 MAJORITY_FIELDS = {"accuracy": "majority_accuracy", "f1": "majority_f1"}
 
@@ -108,8 +117,18 @@ def dose_claims(dose_rows: list[dict], testbed: str, score: str | None = None,
     return out
 
 
-def top_dose_card(claimed: list[dict], dose_text: str = "", delta_source: str = "") -> list[dict]:
-    """Scorecard rows (verdicts.card): each (testbed, task, word list)'s claim at its top dose."""
+def synthetic_departures(synthetic_runs: pd.DataFrame) -> dict[str, str]:
+    """The SYNTHETIC_DEPARTURES the C4 records use: '{setting} {value}' -> why."""
+    used = [r for r in synthetic_runs.get("synthetic", pd.Series(dtype=object))
+            if isinstance(r, dict)]
+    return {f"synthetic.{field} {value}": why for (field, value), why in SYNTHETIC_DEPARTURES.items()
+            if any(r.get(field) == value for r in used)}
+
+
+def top_dose_card(claimed: list[dict], dose_text: str = "", delta_source: str = "",
+                  departures: dict[str, dict[str, str]] | None = None) -> list[dict]:
+    """Scorecard rows (verdicts.card): each (testbed, task, word list)'s claim at its top dose,
+    its dose text naming the testbed's `departures` (setting -> why)."""
     rows = []
     for c in claimed:
         top = max(d["dose"] for d in claimed if (d["testbed"], d["task"], d["word_list"])
@@ -127,7 +146,9 @@ def top_dose_card(claimed: list[dict], dose_text: str = "", delta_source: str = 
                        f"{verdicts.LEARNED_MARGIN:g}): " + ", ".join(c["at_majority"]))
         rows.append(verdicts.card(c["claim"], effect, c["seeds"], c["delta"], c["verdict"], diff=diff,
                                   direction="greater", controls=c["controls"],
-                                  dose=dose_text or f"{top} steps of continued MLM per arm",
+                                  dose=verdicts.with_departures(
+                                      dose_text or f"{top} steps of continued MLM per arm",
+                                      (departures or {}).get(c["testbed"], {})),
                                   testbed=bed["testbed"], delta_source=delta_source,
                                   unit=bed["unit"], majority=c["majority"], scale=bed["scale"]))
     return rows

@@ -89,13 +89,40 @@ def arm_probs(tokens: np.ndarray, listed: np.ndarray, config: SyntheticSelective
             "word_type": word_type, "in_list": in_list}
 
 
-def base_corpus(lang, domain: str, n: int, length: int, seed: int) -> np.ndarray:
-    """The base's pretraining sequences (n, length): chain `domain` only, each token switched to
-    its alphabet-B synonym with probability 0.5 (paper A's `mix`, on one chain). The other chain,
-    where the task's sequences come from, is never sampled."""
+def mix_alphabets(ids: np.ndarray, n_sets: int, rng: np.random.Generator) -> np.ndarray:
+    """Set ids as tokens, each switched to its alphabet-B synonym with probability 0.5 (paper A's
+    `mix`: the two alphabets share every context)."""
+    return np.where(rng.random(ids.shape) < 0.5, ids + n_sets, ids)
+
+
+def base_corpus(lang, domain: str, n: int, length: int, seed: int,
+                alphabet: str = "mix") -> np.ndarray:
+    """The base's pretraining sequences (n, length): chain `domain` only, in alphabet A or with
+    the alphabets mixed (`mix_alphabets`). The other chain, where the task's sequences come from,
+    is never sampled."""
     rng = np.random.default_rng(seed)
     ids = lang.chains[domain].sample(n, length, lang.config.p_next, rng)
-    return np.where(rng.random(ids.shape) < 0.5, ids + lang.config.n_sets, ids)
+    return mix_alphabets(ids, lang.config.n_sets, rng) if alphabet == "mix" else ids
+
+
+def task_draw(lang, task_set: str, n: int, length: int, seed: int, balanced: bool = False):
+    """The task's labelled sequences '<A, B or mix>-<chain>': tokens and labels, each class half
+    of them when `balanced` (the data layer's rejection draw). The label is the generator's: it
+    reads set ids, so mixing the alphabets leaves it unchanged."""
+    from mlmlib.data.synthetic import balanced_labelled_set, labelled_set
+
+    draw = balanced_labelled_set if balanced else labelled_set
+    alphabet, _, chain = task_set.partition("-")
+    if alphabet != "mix":
+        return draw(lang, task_set, n, length, seed=seed)
+    ids, labels = draw(lang, f"A-{chain}", n, length, seed=seed)
+    return mix_alphabets(ids, lang.config.n_sets, np.random.default_rng([seed, 1])), labels
+
+
+def base_replace_ids(config: SyntheticSelective) -> torch.Tensor:
+    """The tokens the base's MLM may put in as random replacements: its own alphabet(s) only, so
+    a base of alphabet A never reads a B token."""
+    return torch.arange((2 if config.base_alphabet == "mix" else 1) * config.n_sets)
 
 
 def pretrained_encoder(config: SyntheticSelective, lang, seed: int, progress=False):
@@ -115,15 +142,17 @@ def pretrained_encoder(config: SyntheticSelective, lang, seed: int, progress=Fal
                                  log_every=max(1, config.base_steps // 5))
 
     def build(folder):
-        corpus = base_corpus(lang, config.base_domain, config.corpus_size, config.length, seed)
+        corpus = base_corpus(lang, config.base_domain, config.corpus_size, config.length, seed,
+                             config.base_alphabet)
         model = bert_mlm(size, seed=seed)
         history = pretrain(model, as_data(corpus, config.n_sets), pretraining, mask_id=ids["mask"],
-                           replace_ids=torch.arange(2 * config.n_sets), progress=progress)
+                           replace_ids=base_replace_ids(config), progress=progress)
         save_model(model, folder / "model")
         (folder / "history.json").write_text(json.dumps(history))
 
     key = {"language": asdict(lang.config), "size": asdict(size), "pretrain": asdict(pretraining),
-           "corpus_size": config.corpus_size, "length": config.length, "domain": config.base_domain}
+           "corpus_size": config.corpus_size, "length": config.length, "domain": config.base_domain,
+           **({} if config.base_alphabet == "mix" else {"alphabet": config.base_alphabet})}
     folder = cache.cached("selective-synthetic-base", key, build, code_of=__name__,
                           expect=(*saved_files(), "history.json"))
     loss = json.loads((folder / "history.json").read_text())[-1]["loss"]
@@ -133,11 +162,16 @@ def pretrained_encoder(config: SyntheticSelective, lang, seed: int, progress=Fal
     return load_model(folder / "model"), float(loss)
 
 
-def run_seed(config: SyntheticSelective, seed: int, progress=False) -> dict:
+def run_seed(config: SyntheticSelective, seed: int, progress=False, recording=False) -> dict:
     """One seed: its language, its converged base, a chain per arm read at every dose, few-label
-    fine-tuning at every dose. Returns the dose rows, the base's loss and the task's facts."""
+    fine-tuning at every dose. Returns the dose rows, the base's loss and the task's facts. A
+    recorded run (`recording`) may not use a pilot language (PILOT_LANGUAGES)."""
     from mlmlib import stats
-    from mlmlib.data.synthetic import labelled_set
+    from mlmlib.data.synthetic import check_not_pilot
+    from mlmlib.papers.selective_masking.config import PILOT_LANGUAGES
+
+    if recording:
+        check_not_pilot(seed, PILOT_LANGUAGES, "seed")
     from mlmlib.finetune import FinetuneConfig
     from mlmlib.papers.selective_masking.experiment import few_label_indices, majority_scores
     from mlmlib.pretrain import PretrainConfig
@@ -149,7 +183,8 @@ def run_seed(config: SyntheticSelective, seed: int, progress=False) -> dict:
     for i, (name, n) in enumerate((("train", config.task_size), ("heldout", config.heldout_size),
                                    ("validation", config.validation_size),
                                    ("test", config.test_size))):
-        draws[name] = labelled_set(lang, config.task_set, n, config.length, seed=1000 * seed + i)
+        draws[name] = task_draw(lang, config.task_set, n, config.length, seed=1000 * seed + i,
+                                balanced=config.balanced)
     probs = arm_probs(draws["train"][0], listed, config)  # checks the list before any training
     base, base_loss = pretrained_encoder(config, lang, seed, progress)
     data = {name: as_data(tokens, config.n_sets, labels) for name, (tokens, labels) in draws.items()}

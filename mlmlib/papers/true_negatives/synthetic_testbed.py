@@ -211,10 +211,8 @@ def language_of(seed: int, language_seed: int, recording: bool = False) -> int:
                          f"seed), got {language_seed!r}")
     else:
         language, name = language_seed, "language_seed"
-    if recording and language in PILOT_LANGUAGES:
-        raise ValueError(f"parameter {name}: language {language} was drawn by the pilot "
-                         f"{PILOT_LANGUAGES}; a recorded run must use another, so that no setting is "
-                         "chosen on the data it is judged on")
+    if recording:
+        syn.check_not_pilot(language, PILOT_LANGUAGES, name)
     return language
 
 
