@@ -10,7 +10,7 @@ English encoder offline, with an MLM head fitted here (the training fields below
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, fields
+from dataclasses import fields
 
 import torch
 
@@ -54,7 +54,7 @@ def pretrained_base(config: BaseModelConfig, progress: bool | None = None):
         save_model(model, folder / "model", tokenizer)
         (folder / "history.json").write_text(json.dumps(history))
 
-    folder = cache.cached("base-model", asdict(config), build, code_of=__name__,
+    folder = cache.cached("base-model", config.key(), build, code_of=__name__,
                           expect=(*saved_files(), "history.json"))
     history = json.loads((folder / "history.json").read_text())
     return load_model(folder / "model"), tokenizer, history

@@ -405,7 +405,8 @@ def test_paper_plan_splits_exist_for_every_hub_task(monkeypatch):
         if task not in tasks.HUB_TASKS or run.notebook not in ("A5_real_finetune_perturb", "C2_selective_mlm"):
             continue
         params = full_params(run.notebook, run.params)
-        get = {**params, **params.get("finetune", {})}.get  # C2's splits are in its fine-tuning group
+        # A5's splits are in its setup group, C2's in its fine-tuning group
+        get = {**params, **params.get("setup", {}), **params.get("finetune", {})}.get
         monkeypatch.setattr(tasks, "load_hub_dataset", lambda *a, _t=task, **k: hub_layout(_t))
         splits = task_splits(tasks.load_task(task), test_split=get("test_split", "test"),
                              selection_split=get("selection_split", "validation"),

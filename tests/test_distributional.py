@@ -291,7 +291,9 @@ NOTEBOOK_GROUPS = {
     "A3_synthetic_finetune": {"setup": "mlmlib.papers.distributional.config:Setup",
                               "sweep": "mlmlib.papers.distributional.config:Sweep",
                               "cbow": "mlmlib.papers.distributional.config:CbowConfig"},
-    "A5_real_finetune_perturb": {"base": "mlmlib.base_config:BaseModelConfig"},
+    "A5_real_finetune_perturb": {"base": "mlmlib.base_config:BaseModelConfig",
+                                 "setup": "mlmlib.papers.distributional.real_text_config:"
+                                          "RealTextSetup"},
 }
 
 
@@ -306,17 +308,54 @@ def test_notebooks_take_each_group_as_one_dict_of_overrides(notebook):
     params = notebook_parameters(str(path))
     for name, cls in NOTEBOOK_GROUPS[notebook].items():
         assert params[name] == {}, f"{notebook}: {name} = {params[name]!r}, expected {{}}"
-        if notebook != "A5_real_finetune_perturb":  # A5's max_length, lr, ... are the classifier's
+        if notebook != "A5_real_finetune_perturb":  # A5's seed is the fine-tuning's, not the base's
             repeated = set(params) & set(configs.fields(configs.load_class(cls)))
             assert not repeated, f"{notebook}: flat parameters {sorted(repeated)} repeat {cls}'s fields"
 
 
 def test_group_module_imports_no_torch():
     """The plan loader reads the groups: their module must not pull in torch (or numpy)."""
-    code = ("import sys, mlmlib.papers.distributional.config; "
+    code = ("import sys, mlmlib.papers.distributional.config, "
+            "mlmlib.papers.distributional.real_text_config; "
             "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a5_setup_presets_hold_the_plans_settings_and_take_a_field_on_top():
+    from mlmlib.papers.distributional.real_text_config import REAL_TEXT_PRESETS, RealTextSetup
+
+    assert list(REAL_TEXT_PRESETS) == ["smoke", "tiny", "cpu", "paper", "paper-mnli"]
+    empty = {f.name for f in dataclasses.fields(RealTextSetup) if f.default is None}
+    assert set(REAL_TEXT_PRESETS["smoke"]) == empty
+    for name, values in REAL_TEXT_PRESETS.items():  # each sets them all; records hold the numbers
+        assert set(values) == empty, name
+        built = configs.build(RealTextSetup, {"preset": name}, "setup")
+        assert configs.resolve(RealTextSetup, {"preset": name}) == dataclasses.asdict(built)
+    assert configs.resolve(RealTextSetup, {}) == configs.resolve(RealTextSetup, {"preset": "smoke"})
+    paper = configs.build(RealTextSetup, {"preset": "paper", "epochs": 1}, "setup")
+    assert (paper.epochs, paper.lr, paper.selection_split, paper.test_size) == (
+        1, 5e-5, "train-holdout", 5000)
+    mnli = configs.resolve(RealTextSetup, {"preset": "paper-mnli"})
+    paper_sst2 = configs.resolve(RealTextSetup, {"preset": "paper"})
+    differ = {k for k, v in mnli.items() if v != paper_sst2[k]}
+    assert differ == {"preset", "selection_holdout", "templates", "verbalizers"}
+    assert list(mnli["verbalizers"]) == [mnli["templates"][-1]]  # the pair task's prompt
+    paper.checkpoints.append(0.9)  # a built group's lists are its own, not the preset's
+    assert REAL_TEXT_PRESETS["paper"]["checkpoints"][-1] == 1.0
+    with pytest.raises(ValueError, match=r"^setup: preset must be one of \['smoke', 'tiny', 'cpu'"):
+        configs.build(RealTextSetup, {"preset": "huge"}, "setup")
+    with pytest.raises(ValueError, match="setup: test_size must be an int >= 1, got 0"):
+        configs.build(RealTextSetup, {"test_size": 0}, "setup")
+
+
+@pytest.mark.parametrize("profile, presets", [("test", ["tiny"]), ("cpu", ["cpu"]),
+                                              ("paper", ["paper", "paper-mnli"])])
+def test_the_plans_name_a5s_setup_by_preset(profile, presets):
+    from mlmlib.runs.plans import load_plan
+
+    runs = [r for r in load_plan(profile).runs if r.notebook == "A5_real_finetune_perturb"]
+    assert [r.params["setup"] for r in runs] == [{"preset": p} for p in presets]
 
 
 def test_group_constants_are_the_generators():

@@ -184,3 +184,26 @@ def test_a_plan_naming_an_unknown_preset_stops_at_load(tmp_path, monkeypatch):
 def _cells(notebook: str) -> list[dict]:
     return json.loads((notebooks_dir() / f"{notebook}.ipynb").read_text())["cells"]
 
+
+
+def test_a1_draws_its_samples_by_preset_from_a_numpy_free_group():
+    """A1's corpora and labelled sets: the plans name a preset; a field given replaces its value."""
+    from mlmlib.synthetic_samples import SAMPLE_PRESETS, Samples
+
+    assert list(SAMPLE_PRESETS) == ["smoke", "tiny", "paper"]
+    smoke = configs.resolve(Samples, {"preset": "smoke"})
+    assert full_params("A1_synthetic_data", {})["samples"] == smoke
+    paper = configs.build(Samples, {"preset": "paper", "test_size": 10}, "samples")
+    assert (paper.corpus_size, paper.corpus_length, paper.test_size, paper.test_length) == (
+        20000, 256, 10, 100)
+    with pytest.raises(ValueError, match=r"^samples: preset must be one of \['smoke', 'tiny', 'pa"):
+        configs.build(Samples, {"preset": "huge"}, "samples")
+    with pytest.raises(ValueError, match="samples: test_length must be an int >= 1, got 0"):
+        configs.build(Samples, {"test_length": 0}, "samples")
+    code = ("import sys, mlmlib.synthetic_samples; "
+            "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    for profile, preset in (("test", "tiny"), ("paper", "paper")):
+        a1 = [r for r in load_plan(profile).runs if r.notebook == "A1_synthetic_data"]
+        assert [r.params["samples"] for r in a1] == [{"preset": preset}], profile

@@ -40,6 +40,7 @@ from mlmlib.papers.true_negatives.config import (
     Pretraining,
     Start,
     Table,
+    Timing,
 )
 from mlmlib.papers.true_negatives.corpus_config import Corpus
 from mlmlib.papers.true_negatives.monitor import Injection, NegativesMonitor
@@ -689,14 +690,15 @@ PAGES = {"B0_pack_corpus": {"corpus": Corpus},
                                         "speed": Speed},
          "B2_true_negatives_overhead": {"corpus": Corpus, "model": Model,
                                         "pretraining": Pretraining, "table": Table,
-                                        "correction": Correction, "speed": Speed}}
+                                        "correction": Correction, "timing": Timing,
+                                        "speed": Speed}}
 # settings that live in a group: no page of paper B has them as plain parameters
 GROUPED = ("tokenizer", "max_texts", "max_length", "pack", "hidden", "layers", "heads",
            "embedding_size", "generator_fraction", "steps", "batch_size", "lr", "warmup_frac",
            "mask_rate", "disc_weight", "temperature", "log_every", "checkpoints",
            "checkpoint_every", "warm_start_steps", "warm_start_seed", "tasks", "finetune_seeds",
            "finetune_epochs", "pooling", "task_max_length", "max_train", "max_eval",
-           "precision", "compile", "torch_threads")
+           "precision", "compile", "torch_threads", "reps", "warmup_timing_steps")
 
 
 @pytest.mark.parametrize("notebook", [*PAGES, "B4_synthetic_true_negatives"])
@@ -720,9 +722,22 @@ def test_b2_times_at_electra_smalls_geometry_on_b0s_corpus():
     assert b2["pretraining"]["temperature"] == 1.0 and b2["pretraining"]["warm_start_steps"] == 0
 
 
+@pytest.mark.parametrize("profile", ["test", "cpu", "paper"])
+def test_each_plans_b2_reads_b0s_corpus_and_names_its_timing(profile):
+    from mlmlib.runs.plans import load_plan
+
+    runs = load_plan(profile).runs
+    b0 = [full_params(r.notebook, r.params)["corpus"] for r in runs
+          if r.notebook == "B0_pack_corpus"]
+    b2 = [r for r in runs if r.notebook == "B2_true_negatives_overhead"]
+    assert len(b0) == 1 and len(b2) == 1
+    assert full_params(b2[0].notebook, b2[0].params)["corpus"] == b0[0]
+    assert set(b2[0].params["timing"]) == {"preset"}  # a preset's name, no field restated
+
+
 PRESET_GROUPS = [(Corpus, "corpus_config", "CORPUS_PRESETS"), (Model, "config", "MODEL_PRESETS"),
                  (Pretraining, "config", "PRETRAINING_PRESETS"),
-                 (Finetune, "config", "FINETUNE_PRESETS"),
+                 (Finetune, "config", "FINETUNE_PRESETS"), (Timing, "config", "TIMING_PRESETS"),
                  (SyntheticSetup, "synthetic_config", "SETUP_PRESETS"),
                  (SyntheticFinetune, "synthetic_config", "FINETUNE_PRESETS")]
 
@@ -775,11 +790,15 @@ def test_a_preset_size_can_be_overridden_alone():
     corpus = configs.build(Corpus, {"preset": "packed", "max_texts": 10}, "corpus")
     assert corpus.key() == {"tokenizer": "embedded-wordpiece-8k", "corpus": "embedded-english",
                             "max_texts": 10, "max_length": 128, "pack": True, "seed": 0}
+    # the paper's corpus by name: the same packed file as its fields on the smoke preset
+    paper = configs.build(Corpus, {"preset": "paper"}, "corpus")
+    assert paper.key() == Corpus(tokenizer="bert-base-uncased", corpus="openwebtext",
+                                 max_texts=8013769, max_length=128, pack=True).key()
 
 
 @pytest.mark.parametrize("cls, parameter", [(Corpus, "corpus"), (Model, "model"),
                                             (Pretraining, "pretraining"), (Finetune, "finetune"),
-                                            (SyntheticSetup, "setup"),
+                                            (Timing, "timing"), (SyntheticSetup, "setup"),
                                             (SyntheticFinetune, "finetune")])
 def test_an_unknown_preset_names_the_parameter_and_the_presets(cls, parameter):
     with pytest.raises(ValueError, match=rf"^{parameter}: preset must be one of \['smoke', "):

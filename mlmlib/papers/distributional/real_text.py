@@ -26,6 +26,14 @@ def load_splits(task: str, templates: list[str], verbalizers: dict[str, list[str
                              holdout=holdout, seed=seed)
 
 
+def setup_splits(task: str, setup, seed: int):
+    """`load_splits` with the splits, templates and verbalizers of A5's `setup` group
+    (real_text_config.RealTextSetup)."""
+    return load_splits(task, setup.templates, setup.verbalizers, test_split=setup.test_split,
+                       selection_split=setup.selection_split, holdout=setup.selection_holdout,
+                       seed=seed)
+
+
 def encoded(tokenizer, rows, max_length: int, n: int = 0) -> dict:
     """A split's first n rows (0: all) as the tensors the classifier takes."""
     from mlmlib.tokenize import encode_split
@@ -124,6 +132,12 @@ def delta_summary(delta_pred: dict[str, np.ndarray], delta_dist: dict[str, np.nd
             + [{"measure": "Delta-distribution", "of": t, "mean": np.nanmean(v), "median": np.nanmedian(v),
                 "n": int(np.isfinite(v).sum())} for t, v in delta_dist.items()])
     return pd.DataFrame(rows, columns=["measure", "of", "mean", "median", "n"])
+
+
+def check_setup(setup) -> None:
+    """`check_settings` of A5's `setup` group (real_text_config.RealTextSetup)."""
+    check_settings(setup.perturbations, setup.checkpoints, setup.train_ratios, setup.templates,
+                   setup.verbalizers, setup.delta_metric)
 
 
 def check_settings(kinds: list[str], checkpoints: list[float], train_ratios: list[float],

@@ -1,12 +1,14 @@
-"""Paper B's parameter groups: the table, the correction, the start, the model, the pretraining
-and the fine-tuning (the corpus's is `corpus_config`, the speed switches' `mlmlib.speed`).
+"""Paper B's parameter groups: the table, the correction, the start, the model, the pretraining,
+B2's timing and the fine-tuning (the corpus's is `corpus_config`, the speed switches'
+`mlmlib.speed`).
 
 Each page takes a group as one dict of overrides (mlmlib.configs). The defaults are B1's smoke
-run; `Model`, `Pretraining` and `Finetune` also have named presets (MODEL_PRESETS,
-PRETRAINING_PRESETS, FINETUNE_PRESETS: B2's, the test plan's and the paper plan's among them),
-chosen by the field `preset` as mlmlib.configs describes. A field's comment gives the paper's
-value where it differs, and "reconstructed" marks a setting the paper body did not give.
-Standard library only, so the plan loader can check a plan's groups without torch.
+run; `Model`, `Pretraining`, `Timing` and `Finetune` also have named presets (MODEL_PRESETS,
+PRETRAINING_PRESETS, TIMING_PRESETS, FINETUNE_PRESETS: B2's, the test plan's and the paper
+plan's among them), chosen by the field `preset` as mlmlib.configs describes. A field's
+comment gives the paper's value where it differs, and "reconstructed" marks a setting the paper
+body did not give. Standard library only, so the plan loader can check a plan's groups without
+torch.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mlmlib.base_config import MINILM, BaseModelConfig
+from mlmlib.base_config import BASE_PRESETS, MINILM, BaseModelConfig
 from mlmlib.configs import fill_preset, resolve_preset
 from mlmlib.objectives import ELECTRA_DISC_WEIGHT, ELECTRA_TEMPERATURE, MASK_RATE
 
@@ -85,14 +87,16 @@ class Start:
     Its own group, not the base-model group (mlmlib.base_config): B1's default is no base at
     all, MiniLM is the only base it can build ELECTRA pairs from, its tokenizer is the
     corpus's, and `generator` has no place there. The head-fit fields take that group's
-    defaults, so B1 and the base model page name the same head unless a plan says otherwise.
+    defaults (its smoke preset's steps), so B1 and the base model page name the same head unless
+    a plan says otherwise.
     """
 
     base: str = SCRATCH  # paper: "scratch"
     generator: str = "fresh"
-    base_steps: int = BaseModelConfig.steps  # the head fit, as on the base model page: its steps,
-    base_max_sentences: int = BaseModelConfig.max_sentences  # corpus sentences
-    base_max_length: int = BaseModelConfig.max_length  # and tokens per sentence
+    # the head fit, as on the base model page: its steps, corpus sentences and tokens per sentence
+    base_steps: int = BASE_PRESETS["smoke"]["steps"]
+    base_max_sentences: int = BaseModelConfig.max_sentences
+    base_max_length: int = BaseModelConfig.max_length
 
     def __post_init__(self) -> None:
         if self.base not in BASES:
@@ -299,6 +303,34 @@ def check_timing(pretraining: Pretraining) -> None:
             raise ValueError(f"pretraining.{name} = {getattr(pretraining, name)!r}: B2 times the "
                              f"steps of one training loop, where {', '.join(CHAIN_FIELDS)} have "
                              f"no effect; leave it at its preset's {getattr(plain, name)!r}")
+
+
+TIMING_PRESETS = {
+    "smoke": {"reps": 2, "warmup_steps": 2},  # a quick look beside another run
+    "tiny": {"reps": 2, "warmup_steps": 1},  # the test plan's
+    "cpu": {"reps": 87, "warmup_steps": 5},  # the cpu plan's: sized in book/design_history.md
+    "paper": {"reps": 20, "warmup_steps": 20},  # the paper plan's, on a GPU
+}
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How B2 repeats its timed steps: a preset of TIMING_PRESETS (None: the preset's)."""
+
+    preset: str = "smoke"
+    reps: int | None = None  # repetitions (each: every arm in a shuffled order)
+    warmup_steps: int | None = None  # untimed steps before the first repetition
+
+    def __post_init__(self) -> None:
+        fill_preset(self, TIMING_PRESETS)
+        for name, least in (("reps", 1), ("warmup_steps", 0)):
+            if not _is_int(getattr(self, name), least):
+                raise ValueError(f"{name} must be an int >= {least}, got {getattr(self, name)!r}")
+
+    @staticmethod
+    def resolve_fields(values: dict) -> dict:
+        """The preset's values for the fields left None (mlmlib.configs.resolve)."""
+        return resolve_preset(values, TIMING_PRESETS)
 
 
 FINETUNE_PRESETS = {

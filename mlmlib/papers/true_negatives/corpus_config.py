@@ -12,12 +12,23 @@ from dataclasses import dataclass
 
 from mlmlib.configs import fill_preset, resolve_preset
 
+_EMBEDDED = {"tokenizer": "embedded-wordpiece-8k", "corpus": "embedded-english"}
+# The named corpora (Corpus.preset); each gives every field that defaults to None in Corpus.
 CORPUS_PRESETS = {
     # B1's smoke corpus: one padded row of 32 tokens per text
-    "smoke": {"max_texts": 8000, "max_length": 32, "pack": False},
-    # ELECTRA's rows of 128 tokens, texts concatenated (B0 packs it, B2 times on it; the paper's
-    # is all of OpenWebText)
-    "packed": {"max_texts": 2000, "max_length": 128, "pack": True},
+    "smoke": {**_EMBEDDED, "max_texts": 8000, "max_length": 32, "pack": False},
+    # ELECTRA's rows of 128 tokens, texts concatenated (B0 packs it, B2 times on it)
+    "packed": {**_EMBEDDED, "max_texts": 2000, "max_length": 128, "pack": True},
+    # the test plan's: the smoke corpus (B1) and the packed one (B0, B2), 400 texts of 24 tokens
+    "tiny": {**_EMBEDDED, "max_texts": 400, "max_length": 24, "pack": False},
+    "tiny-packed": {**_EMBEDDED, "max_texts": 400, "max_length": 24, "pack": True},
+    # the cpu plan's B1 (the MiniLM stand-in): the smoke texts in MiniLM's vocabulary, 48 tokens
+    "cpu": {"tokenizer": "minilm-l6", "corpus": "embedded-english", "max_texts": 8000,
+            "max_length": 48, "pack": False},
+    # the paper's: all of OpenWebText (8,013,769 texts) packed in rows of 128 tokens of
+    # bert-base-uncased's vocabulary, ELECTRA's (it decides which tokens can be false negatives)
+    "paper": {"tokenizer": "bert-base-uncased", "corpus": "openwebtext", "max_texts": 8013769,
+              "max_length": 128, "pack": True},
 }
 
 
@@ -26,10 +37,10 @@ class Corpus:
     """Which text and how it is cut into pretraining rows: a preset of CORPUS_PRESETS, its sizes
     overridable one by one (None: the preset's)."""
 
-    preset: str = "smoke"  # paper: "packed"
-    tokenizer: str = "embedded-wordpiece-8k"  # paper: "bert-base-uncased" (ELECTRA's vocabulary)
+    preset: str = "smoke"  # one of CORPUS_PRESETS (paper: "paper")
+    tokenizer: str | None = None  # paper: "bert-base-uncased" (ELECTRA's vocabulary)
     # paper: "openwebtext" (network; parquet files, no loading script) or "wikipedia"
-    corpus: str = "embedded-english"
+    corpus: str | None = None
     max_texts: int | None = None  # texts drawn (seeded shuffle); 0: all (OpenWebText: 8,013,769)
     max_length: int | None = None  # tokens per row (ELECTRA: 128)
     pack: bool | None = None  # concatenate texts into full rows (False: one padded row per text)
