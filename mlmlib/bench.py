@@ -13,9 +13,11 @@ precision (the dense bf16 table below for known GPUs, else a measured matmul rat
 Approximate FLOPs of one training step (forward + backward = 3x forward, a multiply-add = 2):
   6 * P_enc * T + 12 * layers * L * H * T + 6 * (H*H + H*V) * T_pred
 with P_enc the encoder's non-embedding parameters, T tokens, L sequence length, H width,
-V vocabulary and T_pred the positions projected onto the vocabulary (all T for the Hugging Face
-recipes, only the masked ones for mlmlib). ELECTRA sums generator and discriminator terms
-(the discriminator's head: 6 * (H*H + H) * T).
+V vocabulary and T_pred the positions projected onto the vocabulary. Every arm's MFU counts the
+FLOPs its objective needs, the masked positions' projections (T_pred = the masked count), so the
+same step has the same FLOPs in every arm: a Hugging Face recipe that projects all T positions
+does more arithmetic for the same step and shows it as a lower MFU, not as more work. ELECTRA
+sums generator and discriminator terms (the discriminator's head: 6 * (H*H + H) * T).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import dataclasses
 import io
 import statistics
 import tempfile
@@ -119,6 +122,11 @@ def resolve(device: str, precision: str) -> tuple[str, str]:
         # mlmlib.pretrain trains on the GPU whenever it sees one: hide it to time the CPU
         raise ValueError("device='cpu' on a machine with a GPU: run with CUDA_VISIBLE_DEVICES= instead")
     device = "cuda" if cuda else "cpu"
+    if device == "cuda" and torch.cuda.device_count() > 1:
+        # the Trainer would spread its batches over every visible GPU (DataParallel) while the
+        # tokens are counted for one, inflating its rate against the one-device arms
+        raise ValueError(f"bench: {torch.cuda.device_count()} GPUs visible; the benchmark times "
+                         "one device: set CUDA_VISIBLE_DEVICES to one GPU")
     if precision == "auto":
         precision = "bf16" if device == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
     return device, precision
@@ -282,18 +290,20 @@ def plain_electra(pair, data: dict, batch_size: int, measure: int, lr: float = 5
 def run(vocab: int = 8000, hidden: int = 128, layers: int = 2, heads: int = 2, seq: int = 64,
         batch_size: int = 32, measure: int = 6, repeats: int = 3, threads: int | None = None,
         tasks=("mlm", "electra"), seed: int = 0, device: str = "auto", precision: str = "auto",
-        peak=device_peak) -> dict:
+        peak=device_peak, embedding_size: int = 0) -> dict:
     """Run the interleaved benchmark; returns {"rows": [...], "summary": [...], "machine": {...}}.
 
     Every arm runs on `device` in `precision` ("auto": the GPU if any, bf16 where it has it);
-    each row says what its arm was seen to run with (`ran_on`)."""
+    each row says what its arm was seen to run with (`ran_on`). `embedding_size`: ELECTRA's
+    factorised embedding width (0: `hidden`); the BERT MLM has none. The sizes of a page or plan
+    are a `mlmlib.bench_config.BenchShape`."""
     device, precision = resolve(device, precision)
     if threads:
         torch.set_num_threads(threads)
     size = ModelSize(vocab_size=vocab, hidden=hidden, layers=layers, heads=heads, max_len=seq)
     data = make_data(vocab, seq, max(batch_size * 4 * measure, 256), seed)
     base_mlm = bert_mlm(size, seed=seed)
-    base_pair = electra(size, seed=seed)
+    base_pair = electra(dataclasses.replace(size, embedding_size=embedding_size or None), seed=seed)
     masked_per_step = MASK_RATE * batch_size * (seq - 2)
     tokens = batch_size * seq
     methods = []
@@ -301,7 +311,7 @@ def run(vocab: int = 8000, hidden: int = 128, layers: int = 2, heads: int = 2, s
         methods += [
             ("mlm", "hf_trainer", base_mlm, lambda m: trainer_mlm(m, data, batch_size, measure,
                                                                   device=device, precision=precision),
-             mlm_step_flops(size, seq, tokens, tokens)),
+             mlm_step_flops(size, seq, tokens, masked_per_step)),  # what the objective needs
             ("mlm", "mlmlib", base_mlm, lambda m: mlmlib_tokens_per_s(m, data, "mlm", batch_size,
                                                                       measure, precision),
              mlm_step_flops(size, seq, tokens, masked_per_step)),
@@ -351,8 +361,9 @@ def run(vocab: int = 8000, hidden: int = 128, layers: int = 2, heads: int = 2, s
     machine = {"threads": torch.get_num_threads(), "matmul_gflops": peak_tflops * 1e3,
                "torch": torch.__version__, "device": device, "precision": precision,
                "gpu": gpu_name, "peak_tflops": peak_tflops, "peak_source": peak_source}
-    setup = {"vocab": vocab, "hidden": hidden, "layers": layers, "heads": heads, "seq": seq,
-             "batch_size": batch_size, "measure_steps": measure, "repeats": repeats}
+    setup = {"vocab": vocab, "hidden": hidden, "embedding_size": embedding_size or hidden,
+             "layers": layers, "heads": heads, "seq": seq, "batch_size": batch_size,
+             "measure_steps": measure, "repeats": repeats}
     return {"rows": rows, "summary": summary, "machine": machine, "setup": setup}
 
 
@@ -373,16 +384,15 @@ def speedup_verdicts(speedups: dict[str, float], targets: dict[str, float] = TAR
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: python -m mlmlib bench [--repeats 3] [--threads N] [--out results.json]."""
+    """Command line: python -m mlmlib bench [--preset paper] [--threads N] [--out results.json]."""
+    from mlmlib.bench_config import BENCH_PRESETS, BenchShape
+
     parser = argparse.ArgumentParser(prog="mlmlib bench", description=__doc__.split("\n")[0])
-    parser.add_argument("--vocab", type=int, default=8000)
-    parser.add_argument("--hidden", type=int, default=128)
-    parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--heads", type=int, default=2)
-    parser.add_argument("--seq", type=int, default=64)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--measure", type=int, default=6, help="timed steps (after as many warm-up)")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--preset", default="smoke", choices=list(BENCH_PRESETS),
+                        help="a BenchShape preset; the size options below override its fields")
+    for name in ("vocab", "hidden", "embedding-size", "layers", "heads", "seq", "batch-size",
+                 "measure", "repeats"):
+        parser.add_argument(f"--{name}", type=int, default=None)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--tasks", default="mlm,electra")
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
@@ -392,8 +402,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     a = parser.parse_args(argv)
     try:
-        result = run(a.vocab, a.hidden, a.layers, a.heads, a.seq, a.batch_size, a.measure, a.repeats,
-                     a.threads, tuple(a.tasks.split(",")), device=a.device, precision=a.precision)
+        given = {k: v for k, v in vars(a).items() if k in BenchShape.__dataclass_fields__}
+        shape = BenchShape(**given)
+        result = run(**shape.sizes(), threads=a.threads, tasks=tuple(a.tasks.split(",")),
+                     device=a.device, precision=a.precision)
     except ValueError as exc:
         parser.error(str(exc))
     print(f"machine: {result['machine']}")

@@ -210,16 +210,13 @@ def fair_benchmark(tiny: bool, quiet: bool = True) -> dict:
     every arm on the same device in the same precision (bf16 on a GPU that has it), as tokens/s
     and MFU; at ELECTRA-small width (tiny: a CPU smoke size). An `error` on failure."""
     from mlmlib import bench
+    from mlmlib.bench_config import BenchShape
 
-    sizes = {"vocab": 200, "hidden": 32, "layers": 1, "heads": 2, "seq": 16, "batch_size": 8,
-             "measure": 2}
-    if not tiny:
-        sizes = {"vocab": BERT_VOCAB, "hidden": 256, "layers": 12, "heads": 4, "seq": 128,
-                 "batch_size": 128, "measure": 20}
+    sizes = BenchShape(preset="tiny" if tiny else "paper", repeats=1).sizes()
     try:
         sink = contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext()
         with sink:
-            found = bench.run(**sizes, repeats=1)
+            found = bench.run(**sizes)
         return {"machine": found["machine"], "setup": found["setup"], "summary": found["summary"]}
     except Exception as exc:  # noqa: BLE001 - reported; the rehearsal still runs
         return {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:]}

@@ -71,3 +71,57 @@ def test_every_arm_runs_on_the_same_device_in_the_same_precision(precision, ran_
         assert row["mfu"] == pytest.approx(row["gflops"] / 500.0)
     for s in result["summary"]:
         assert s["ran_on"] == [ran_on] and s["mfu"] > 0
+
+
+def test_every_arm_counts_the_same_flops_for_the_same_step():
+    """The HF recipes project every position onto the vocabulary, mlmlib only the masked ones: MFU
+    counts what the objective needs in both, so FLOPs per token are equal within each task, and
+    ELECTRA's factorised embeddings are built at the width asked."""
+    result = bench.run(vocab=120, hidden=32, embedding_size=16, layers=1, heads=2, seq=16,
+                       batch_size=8, measure=2, repeats=1, threads=1, precision="fp32",
+                       peak=lambda device, prec, name: (0.5, "test peak"))
+    per_token = {}
+    for row in result["rows"]:
+        per_token.setdefault(row["task"], []).append(row["gflops"] / row["tokens_per_s"])
+    assert set(per_token) == {"mlm", "electra"}
+    for task, values in per_token.items():
+        assert values[0] == pytest.approx(values[1]), task
+    assert per_token["electra"][0] != pytest.approx(per_token["mlm"][0])  # two objectives differ
+    assert result["setup"]["embedding_size"] == 16
+
+
+def test_the_benchmark_times_one_gpu_only(monkeypatch):
+    monkeypatch.setattr(bench.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(bench.torch.cuda, "device_count", lambda: 4)
+    with pytest.raises(ValueError, match="4 GPUs visible.*CUDA_VISIBLE_DEVICES to one GPU"):
+        bench.resolve("auto", "fp32")
+
+
+def test_the_shape_presets_and_bad_sizes():
+    from mlmlib import configs
+    from mlmlib.bench_config import BENCH_PRESETS, BenchShape
+
+    paper = BenchShape(preset="paper")
+    assert paper.sizes() == {k: v for k, v in BENCH_PRESETS["paper"].items()}
+    assert (paper.vocab, paper.embedding_size, paper.hidden) == (30522, 128, 256)  # ELECTRA-small
+    assert BenchShape(preset="paper", repeats=1).sizes()["repeats"] == 1
+    assert configs.resolve(BenchShape, {"preset": "tiny"})["vocab"] == 200
+    with pytest.raises(ValueError, match="shape: preset must be one of"):
+        configs.build(BenchShape, {"preset": "huge"}, "shape")
+    with pytest.raises(ValueError, match="measure must be an int >= 1"):
+        BenchShape(measure=0)
+    with pytest.raises(ValueError, match="divisible by heads"):
+        BenchShape(hidden=30, heads=4)
+
+
+def test_the_command_line_takes_a_preset_and_overrides(monkeypatch):
+    seen = {}
+
+    def fake_run(**kwargs):
+        seen.update(kwargs)
+        return {"machine": {}, "summary": []}
+
+    monkeypatch.setattr(bench, "run", fake_run)
+    assert bench.main(["--preset", "paper", "--repeats", "1", "--threads", "2"]) == 0
+    assert seen["vocab"] == 30522 and seen["repeats"] == 1 and seen["threads"] == 2
+    assert seen["embedding_size"] == 128

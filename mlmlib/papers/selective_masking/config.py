@@ -101,20 +101,38 @@ class MaskingConfig:
                 "beta": self.beta}
 
 
+TEXT_PRESETS = {
+    "smoke": {"max_length": 40, "truncation": "head", "train_size": 0},
+    "tiny": {"max_length": 32, "truncation": "head", "train_size": 300},  # the test plan's
+    # the cpu plan's: a review's opening and its end, chosen in a pilot on validation reviews
+    "cpu": {"max_length": 128, "truncation": "head+tail", "train_size": 0},
+    "paper": {"max_length": 128, "truncation": "head", "train_size": 0},
+    "paper-long": {"max_length": 256, "truncation": "head", "train_size": 0},  # IMDb's long reviews
+}
+
+
 @dataclass(frozen=True)
 class TaskText:
-    """Which training texts C1 scores and C2 trains on, and how they are cut."""
+    """Which training texts C1 scores and C2 trains on, and how they are cut: a preset of
+    TEXT_PRESETS, its fields overridable one by one (None: the preset's)."""
 
-    max_length: int = 40            # tokens per text (paper: 128, IMDb 256: reconstructed)
-    truncation: str = "head"        # what a longer text keeps: "head" or "head+tail" (its first
+    preset: str = "smoke"
+    max_length: int | None = None   # tokens per text (paper: 128, IMDb 256: reconstructed)
+    truncation: str | None = None   # what a longer text keeps: "head" or "head+tail" (its first
                                     # quarter and last three quarters of pieces; our reconstruction)
-    train_size: int = 0             # training texts scored, masked and fine-tuned on (0: all)
+    train_size: int | None = None   # training texts scored, masked and fine-tuned on (0: all)
 
     def __post_init__(self) -> None:
+        fill_preset(self, TEXT_PRESETS)
         if self.truncation not in TRUNCATIONS:
             raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {self.truncation!r}")
         _positive(self, "max_length")
         _not_negative(self, "train_size")
+
+    @staticmethod
+    def resolve_fields(values: dict) -> dict:
+        """The preset's values for the fields left None (mlmlib.configs.resolve)."""
+        return resolve_preset(values, TEXT_PRESETS)
 
 
 MLM_PRESETS = {
