@@ -383,7 +383,7 @@ def test_a_job_whose_code_changed_after_submission_keeps_its_checkpoints(project
     (kept / "step.txt").write_text("5")
     outcome = executors.RunJob()("q", None, runner.run_name(run), False, {}, old_key)
     assert outcome["status"] == "failed" and "changed after its job was submitted" in outcome["error"]
-    assert str(kept) in outcome["error"]
+    assert str(kept) in outcome["error"] and "it had no code snapshot" in outcome["error"]
     assert (kept / "step.txt").read_text() == "5"
     assert not _trace(project) and not _records(project, "q")  # the notebook never ran
 
@@ -572,3 +572,28 @@ def test_a_job_that_ended_for_its_own_reasons_is_reported_with_its_state(project
     report, _ = _drive(cluster)
     assert len([n for n, _, _ in cluster.submitted if n == "work/x-3"]) == 1
     assert message.replace("UID", str(os.getuid())) in report.failed["work/x-3"], report.failed
+
+
+def test_slurm_jobs_run_a_code_snapshot_or_the_driver_says_why_not(project, monkeypatch):
+    """One snapshot for the submission, named in each job script; the keys are the tree's (the
+    same code). Without one (the copy failed), the driver says so and the scripts are as before."""
+    from mlmlib.runs import runner, snapshot
+
+    cluster = _Cluster(monkeypatch)
+    report, out = _drive(cluster)
+    assert report.ok, out
+    [code] = (project / ".work" / snapshot.SNAPSHOTS).iterdir()
+    assert f"code snapshot {code}: the jobs run it" in out
+    assert any(f"cd {code};" in line for line in cluster.parameters["setup"])
+    plan = load_plan("q")
+    keys = {name: key for name, _, key in cluster.submitted}
+    assert keys == {runner.run_name(r): runner.run_key(plan, i) for i, r in enumerate(plan.runs)}
+
+    def refuse():
+        raise OSError("[Errno 28] No space left on device")
+
+    monkeypatch.setattr(snapshot, "take", refuse)
+    cluster = _Cluster(monkeypatch)
+    report, out = _drive(cluster)
+    assert report.ok and "no code snapshot ([Errno 28] No space left on device)" in out, out
+    assert cluster.parameters["setup"] == []

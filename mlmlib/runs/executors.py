@@ -13,9 +13,11 @@ its work folder). We add the plan's order, slots, threads and GPUs per run (one 
 sbatch refuses (they fail, the others go on) and the jobs the cluster ends without a word
 (preempted, cancelled: submitted again, --max-requeue times, else reported with their state).
 
-The record key of a run is computed when its job is first submitted and travels with the job:
-an attempt that starts after the code it depends on was edited does not run the edited code
-under the old key, nor touch the work folder of the earlier attempt's checkpoints; it fails.
+The record key of a run is computed when its job is first submitted and travels with the job.
+A SLURM job runs the code snapshot its driver took at submission (mlmlib.runs.snapshot), so
+editing the tree changes no queued run. Without a snapshot, an attempt that starts after the code
+it depends on was edited does not run the edited code under the old key, nor touch the work
+folder of the earlier attempt's checkpoints; it fails.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from typing import Any
 
 from mlmlib.atomic import pid_alive, remove_dead_temps, write_json
 from mlmlib.paths import runs_dir, work_dir
-from mlmlib.runs import runner
+from mlmlib.runs import runner, snapshot
 from mlmlib.runs.plans import Plan, chain_times, is_summary, load_plan
 from mlmlib.runs.slurm_queue import (  # noqa: F401 (part of this module's interface)
     SLURM_ENDED,
@@ -340,10 +342,11 @@ class RunJob:
             # the code or parameters changed after submission: running now would either train the
             # edited code under the old key or (runner's clean-up) delete the old key's checkpoints
             kept = runner.work_folder(profile, run, submitted_key)
+            bare = "" if os.environ.get(snapshot.CODE_ENV) else " and it had no code snapshot"
             outcome = {"status": "failed", "seconds": 0.0, "error": (
                 f"the code or parameters of {name} changed after its job was submitted (key "
-                f"{submitted_key} -> {key}); nothing ran and its checkpoints are kept in {kept}: "
-                "restore the code to resume them, or start the driver again to rerun it fresh")}
+                f"{submitted_key} -> {key}){bare}; nothing ran and its checkpoints are kept in "
+                f"{kept}: restore the code to resume them, or start the driver again to rerun it")}
             write_json(job_file(profile, name, "outcome"), outcome)
             return outcome
         # the notebook an earlier attempt of this job was writing when SLURM or a timeout killed it
@@ -390,10 +393,19 @@ def run_with_executor(plan: Plan, options: Options, force: bool = False, log=pri
     """Execute a plan's pending runs through submitit, side by side where the plan allows.
 
     `executor`: a submitit executor to use instead of the one the options name (tests pass
-    submitit's in-process DebugExecutor).
+    submitit's in-process DebugExecutor). SLURM's jobs, and this driver's keys, use one code
+    snapshot taken here (mlmlib.runs.snapshot).
     """
     runner._check_kernel()
     executor = executor if executor is not None else make_executor(options, plan.profile)
+    code = snapshot.take_or_explain(log) if options.executor == "slurm" else None
+    with snapshot.code_root(code):
+        return _run_jobs(plan, options, force, log, executor, only)
+
+
+def _run_jobs(plan: Plan, options: Options, force: bool, log, executor: Any,
+              only: list[str] | None) -> runner.BatchReport:
+    """run_with_executor's loop: submit what is ready, settle what ended, until nothing is left."""
     report = runner.BatchReport()
     n, profile = len(plan.runs), plan.profile
     names = [runner.run_name(r) for r in plan.runs]
@@ -500,7 +512,7 @@ def _submit(executor, options: Options, plan: Plan, i: int, slot: str, threads: 
         for option in ("exclusive", "mem"):
             executor.parameters.pop(option, None)
         executor.update_parameters(**({"gpus_per_node": gpus} if gpus else {}), **job_resources(
-            plan.runs[i].resources, options))
+            plan.runs[i].resources, options), setup=[*options.slurm_setup, *snapshot.job_setup()])
         if plan.runs[i].alone:  # it measures time: a node of its own (sbatch --exclusive)
             executor.update_parameters(exclusive=True)
         threads = plan.runs[i].resources.get("cpus", threads)

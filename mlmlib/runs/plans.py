@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -28,6 +29,9 @@ RESOURCES = {"cpus": int, "mem_gb": float, "time_min": float}
 DEVICES = ("cpu", "gpu")  # what an entry's `device:` may say
 RESERVED = {"run_dir"}  # set by the runner, never by a plan
 DEFAULT_TIMEOUT = 1800
+# a SLURM job's code snapshot (mlmlib.runs.snapshot): its notebooks, plans and package are read
+# there, its records and checkpoints written in the project (MLMLIB_ROOT)
+CODE_ENV = "MLMLIB_CODE"
 
 
 @dataclass
@@ -122,9 +126,22 @@ def chain_times(plan: Plan, last: list[float | None]) -> list[float]:
     return chain
 
 
+def code_root() -> Path:
+    """The folder whose `notebooks/` (templates, plans) and `mlmlib/` a run executes: the code
+    snapshot a SLURM job was submitted with (MLMLIB_CODE), else the project."""
+    code = os.environ.get(CODE_ENV)
+    return Path(code) if code else project_root()
+
+
+def code_package() -> Path | None:
+    """The snapshot's mlmlib package when there is one (MLMLIB_CODE), else None (the imported
+    one)."""
+    return code_root() / "mlmlib" if os.environ.get(CODE_ENV) else None
+
+
 def plans_dir() -> Path:
     """Return the folder holding the plan files."""
-    return project_root() / "notebooks" / "plans"
+    return code_root() / "notebooks" / "plans"
 
 
 def is_summary(notebook: str) -> bool:
@@ -133,8 +150,8 @@ def is_summary(notebook: str) -> bool:
 
 
 def notebooks_dir() -> Path:
-    """Return the folder holding the notebook templates."""
-    return project_root() / "notebooks"
+    """Return the folder holding the notebook templates (a job's code snapshot's: code_root)."""
+    return code_root() / "notebooks"
 
 
 def available_profiles() -> list[str]:

@@ -27,7 +27,7 @@ from traitlets.config import Config
 from mlmlib.atomic import remove_dead_temps, temp_name, without_nan, write_json
 from mlmlib.code_digest import notebook_modules, notebook_version, paper_of
 from mlmlib.paths import project_root, runs_dir, work_dir
-from mlmlib.runs import disk, records
+from mlmlib.runs import disk, plans, records
 from mlmlib.runs.plans import Plan, Run, full_params, is_summary, load_plan, notebooks_dir
 from mlmlib.runs.records import record_paths
 
@@ -124,7 +124,7 @@ class BatchReport:
 
 def notebook_papers(notebook: str) -> list[str]:
     """The paper packages whose modules a notebook runs (`mlmlib.papers.<name>`)."""
-    modules = notebook_modules(notebooks_dir() / f"{notebook}.ipynb")
+    modules = notebook_modules(notebooks_dir() / f"{notebook}.ipynb", plans.code_package())
     return sorted({paper for paper in map(paper_of, modules) if paper})
 
 
@@ -133,7 +133,7 @@ def code_version(notebook: str) -> str:
     # Only the modules its cells import, followed through their own imports (code_digest), so
     # an edit reruns the runs whose notebooks reach the edited module and no others: a paper's
     # claims module reruns the notebooks that import it, not the training runs that never do.
-    return notebook_version(notebooks_dir() / f"{notebook}.ipynb")
+    return notebook_version(notebooks_dir() / f"{notebook}.ipynb", plans.code_package())
 
 
 def record_path(profile: str, run: Run) -> Path:
@@ -345,8 +345,10 @@ def _execute(profile: str, run: Run, key: str, version: str, log=print) -> None:
     log_path = log_dir / f"{name}.log"
     failed_dir = runs_dir(profile) / FAILED
     failed_nb, failed_error = failed_dir / f"{name}.ipynb", failed_dir / f"{name}.error.txt"
-    # relative to the notebooks folder (the kernel's cwd): no local path on the rendered page
-    params = {**run.params, "run_dir": os.path.relpath(folder, notebooks_dir())}
+    # relative to the notebooks folder (the kernel's cwd): no local path on the rendered page; the
+    # project's folder, also where the template is a SLURM job's code snapshot (notebooks_dir)
+    here = project_root() / "notebooks"
+    params = {**run.params, "run_dir": os.path.relpath(folder, here)}
     nb_out.parent.mkdir(parents=True, exist_ok=True)
     for leftover in nb_out.parent.glob(f".{rec_path.name}.*.tmp"):  # a record half-written
         leftover.unlink(missing_ok=True)
@@ -356,7 +358,7 @@ def _execute(profile: str, run: Run, key: str, version: str, log=print) -> None:
         with open(log_path, "w") as log_file, heartbeat(log_path, log):
             pm.execute_notebook(
                 str(notebooks_dir() / f"{run.notebook}.ipynb"), str(tmp_nb),
-                parameters=params, kernel_name=KERNEL, cwd=str(notebooks_dir()),
+                parameters=params, kernel_name=KERNEL, cwd=str(here),
                 execution_timeout=run.timeout, progress_bar=False, log_output=False,
                 stdout_file=log_file, stderr_file=log_file, report_mode=False,
                 config=kernel_config(), kernel_manager_class=QuietShutdownKernelManager,
@@ -526,7 +528,10 @@ def _error_text(exc: BaseException) -> str:
 def git_sha() -> str:
     """The checkout's commit (with '-dirty' when a tracked file other than a run's output has
     changes), or 'unknown'. The outputs under book/runs/ do not count: a batch of a profile whose
-    records are committed rewrites them, and would otherwise call its own later runs dirty."""
+    records are committed rewrites them, and would otherwise call its own later runs dirty. A job
+    running a code snapshot has the commit its driver saw when it took it (MLMLIB_GIT_SHA)."""
+    if os.environ.get(plans.CODE_ENV) and os.environ.get("MLMLIB_GIT_SHA"):
+        return os.environ["MLMLIB_GIT_SHA"]
     try:
         root = project_root()
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
