@@ -25,6 +25,10 @@ from transformers import get_linear_schedule_with_warmup
 from mlmlib.pretrain import PROGRESS_EVERY_S, param_groups
 
 METRICS = ("accuracy", "f1", "matthews", "pearson", "spearman")
+# Evaluation examples per batch, per training example of a batch (book/compute.md): the training
+# batch is the recipe's (a hyperparameter); evaluation keeps no gradients and its results do not
+# depend on its batch, so it takes a batch several times larger (256 at the usual 32)
+EVAL_BATCH_FACTOR = 8
 
 
 @dataclass
@@ -43,7 +47,7 @@ class FinetuneConfig:
     grad_clip: float | None = 1.0
     patience: int | None = None  # evaluations without improvement before stopping; None: never
     eval_every: int | None = None  # steps between validations; None: once per epoch
-    eval_batch_size: int = 256
+    eval_batch_size: int | None = None  # None: EVAL_BATCH_FACTOR x batch_size
     seed: int = 0
     metric: str = "accuracy"  # validation metric that picks the best weights
     bf16: bool | str = "auto"
@@ -51,6 +55,8 @@ class FinetuneConfig:
     def __post_init__(self) -> None:
         if self.metric not in METRICS:
             raise ValueError(f"metric must be one of {METRICS}, got {self.metric!r}")
+        if self.eval_batch_size is None and isinstance(self.batch_size, int):
+            self.eval_batch_size = EVAL_BATCH_FACTOR * self.batch_size
         for name in ("epochs", "batch_size", "eval_batch_size"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")

@@ -116,3 +116,18 @@ def mask_tokens(
             )
         corrupted = torch.where(to_random, random_tokens, corrupted)
     return corrupted, masked
+
+
+def masked_positions(masked: torch.Tensor) -> torch.Tensor:
+    """Flat indices (N,) of a (B, L) mask's True positions, row-major: the order of x[masked].
+
+    Taken where the mask is drawn (on the CPU, with the batch): a training step on a GPU then
+    gathers the masked positions with them (`at_masked`) and never reads their number back.
+    """
+    return masked.flatten().nonzero().squeeze(1)
+
+
+def at_masked(x: torch.Tensor, masked: torch.Tensor, positions: torch.Tensor | None = None):
+    """x[masked] for x of shape (B, L, ...): the rows (N, ...) at the masked positions, gathered
+    at `positions` (masked_positions) when given, without a host sync; else by the mask."""
+    return x[masked] if positions is None else x.flatten(0, 1)[positions]

@@ -26,7 +26,8 @@ from torch import nn
 from transformers import BertForMaskedLM, ElectraForMaskedLM, get_linear_schedule_with_warmup
 
 from mlmlib import checkpoint as ckpt
-from mlmlib.masking import BERT_SPLIT, ELECTRA_SPLIT, check_rate, check_split, mask_tokens
+from mlmlib.batches import BatchSampler, _batch, check_data
+from mlmlib.masking import BERT_SPLIT, ELECTRA_SPLIT, at_masked, check_rate, check_split
 from mlmlib.models import ElectraPair
 from mlmlib.objectives import ELECTRA_DISC_WEIGHT, ELECTRA_TEMPERATURE, MASK_RATE
 from mlmlib.speed import PRECISIONS, Speed
@@ -113,6 +114,7 @@ class MaskedStep:
     samples: torch.Tensor  # (N,) ELECTRA generator samples, or MLM argmax predictions
     embeddings: torch.Tensor  # (V, E) input token embedding matrix, with grad
     corrupted_ids: torch.Tensor  # (B, L) MLM input, or ELECTRA discriminator input
+    positions: torch.Tensor | None = None  # (N,) flat indices of `masked` (masking.at_masked)
 
 
 @dataclass
@@ -132,21 +134,24 @@ Hook = Callable[[MaskedStep], "HookOutput | None"]
 
 
 def masked_lm_logits(model: nn.Module, input_ids, attention_mask, masked, *,
-                     encoder_grad: bool = True) -> torch.Tensor:
+                     encoder_grad: bool = True, positions=None) -> torch.Tensor:
     """MLM logits at masked positions only, (N, V): encoder, gather, then the LM head.
 
     `encoder_grad=False` runs the encoder without a graph (a frozen encoder under a trained
-    head: no backward pass through its layers)."""
+    head: no backward pass through its layers). `positions`: the masked positions' flat indices
+    (masking.masked_positions), which gather them without a host sync."""
     if isinstance(model, BertForMaskedLM):
         with torch.set_grad_enabled(encoder_grad and torch.is_grad_enabled()):
             hidden = model.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return model.cls(hidden[masked])
+        return model.cls(at_masked(hidden, masked, positions))
     if isinstance(model, ElectraForMaskedLM):
         with torch.set_grad_enabled(encoder_grad and torch.is_grad_enabled()):
             hidden = model.electra(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return model.generator_lm_head(model.generator_predictions(hidden[masked]))
+        hidden = at_masked(hidden, masked, positions)
+        return model.generator_lm_head(model.generator_predictions(hidden))
     # Any other masked LM: correct, but pays for the full-vocabulary projection.
-    return model(input_ids=input_ids, attention_mask=attention_mask).logits[masked]
+    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
+    return at_masked(logits, masked, positions)
 
 
 def _weighted_mean(loss: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
@@ -189,30 +194,33 @@ class Objective(nn.Module):
         self.config = config
         self.hook = hook
 
-    def forward(self, step, input_ids, attention_mask, corrupted, masked, sample_gen=None):
-        """Return (total loss, dict of detached scalar stats)."""
+    def forward(self, step, input_ids, attention_mask, corrupted, masked, sample_gen=None,
+                positions=None):
+        """Return (total loss, dict of detached scalar stats). `positions`: the masked positions'
+        flat indices, taken with the mask (no host sync per step); None: gathered by the mask."""
         if self.config.objective == "mlm":
-            return self._mlm(step, input_ids, attention_mask, corrupted, masked)
-        return self._electra(step, input_ids, attention_mask, corrupted, masked, sample_gen)
+            return self._mlm(step, input_ids, attention_mask, corrupted, masked, positions)
+        return self._electra(step, input_ids, attention_mask, corrupted, masked, sample_gen,
+                             positions)
 
     def _call_hook(self, step, input_ids, attention_mask, masked, targets, logits, samples,
-                   embeddings, corrupted) -> HookOutput:
+                   embeddings, corrupted, positions) -> HookOutput:
         if self.hook is None:
             return HookOutput()
         out = self.hook(MaskedStep(step, input_ids, attention_mask, masked, targets, logits,
-                                   samples, embeddings, corrupted))
+                                   samples, embeddings, corrupted, positions))
         out = HookOutput() if out is None else out
         _check_hook_output(out, targets.numel(), input_ids.shape, self.config.objective)
         return out
 
-    def _mlm(self, step, input_ids, attention_mask, corrupted, masked):
+    def _mlm(self, step, input_ids, attention_mask, corrupted, masked, positions):
         model = self.model
-        targets = input_ids[masked]
-        logits = masked_lm_logits(model, corrupted, attention_mask, masked)
+        targets = at_masked(input_ids, masked, positions)
+        logits = masked_lm_logits(model, corrupted, attention_mask, masked, positions=positions)
         # argmax is slow on CPU; max(-1) is 4x faster and only needed when a hook looks
         predictions = logits.detach().max(-1).indices if self.hook is not None else None
-        out = self._call_hook(step, input_ids, attention_mask, masked, targets, logits,
-                              predictions, model.get_input_embeddings().weight, corrupted)
+        out = self._call_hook(step, input_ids, attention_mask, masked, targets, logits, predictions,
+                              model.get_input_embeddings().weight, corrupted, positions)
         ce = F.cross_entropy(logits.float(), targets, reduction="none")
         loss = _weighted_mean(ce, out.mlm_weights)
         if out.extra_loss is not None:
@@ -224,17 +232,18 @@ class Objective(nn.Module):
         stats = {"loss": loss.detach(), "acc": acc}
         return loss, stats | _stat_tensors(out.stats, loss)
 
-    def _electra(self, step, input_ids, attention_mask, corrupted, masked, sample_gen):
+    def _electra(self, step, input_ids, attention_mask, corrupted, masked, sample_gen, positions):
         pair: ElectraPair = self.model
         cfg = self.config
-        targets = input_ids[masked]
+        targets = at_masked(input_ids, masked, positions)
         logits = masked_lm_logits(pair.generator, corrupted, attention_mask, masked,
-                                  encoder_grad=not pair.generator_encoder_frozen)
+                                  encoder_grad=not pair.generator_encoder_frozen,
+                                  positions=positions)
         with torch.no_grad():  # sampling is not differentiated (ELECTRA's stop-gradient)
             samples = sample_logits(logits.detach(), cfg.temperature, sample_gen)
         disc_input = input_ids.masked_scatter(masked, samples)
         out = self._call_hook(step, input_ids, attention_mask, masked, targets, logits, samples,
-                              pair.get_input_embeddings().weight, disc_input)
+                              pair.get_input_embeddings().weight, disc_input, positions)
         if out.samples is not None:  # the hook's replacements (e.g. injected synonyms)
             samples = out.samples.to(samples.dtype)
             disc_input = input_ids.masked_scatter(masked, samples)
@@ -297,97 +306,6 @@ def _stat_tensors(stats: dict, like: torch.Tensor) -> dict:
     """Hook stats as detached float tensors (no device sync until logging)."""
     return {k: torch.as_tensor(v, dtype=torch.float32, device=like.device).detach()
             for k, v in stats.items()}
-
-
-# ---------------------------------------------------------------- data
-
-
-def check_data(data: dict, config: PretrainConfig) -> tuple[int, int]:
-    """Validate the tensors of a pretraining set; returns (N, L)."""
-    if not isinstance(data, dict) or "input_ids" not in data:
-        raise ValueError("data must be a dict with at least 'input_ids' (N, L)")
-    ids = data["input_ids"]
-    if ids.dim() != 2 or ids.dtype not in (torch.int32, torch.long):
-        raise ValueError(f"data['input_ids'] must be a (N, L) int32 or long tensor, got {ids.dtype} "
-                         f"{tuple(ids.shape)}")
-    for key in ("attention_mask", "special_tokens_mask", "word_ids", "mask_prob"):
-        if key in data and data[key] is not None and tuple(data[key].shape) != tuple(ids.shape):
-            raise ValueError(f"data['{key}'] shape {tuple(data[key].shape)} != input_ids {tuple(ids.shape)}")
-    if config.whole_word and data.get("word_ids") is None:
-        raise ValueError("whole_word=True needs data['word_ids'] (N, L), -1 for special/pad")
-    if data.get("mask_prob") is not None:
-        check_rate(data["mask_prob"], "data['mask_prob']")
-    n = ids.shape[0]
-    if config.batch_size > n:
-        raise ValueError(f"batch_size ({config.batch_size}) exceeds the number of sequences ({n})")
-    return n, ids.shape[1]
-
-
-class BatchSampler:
-    """Epochs of seeded random permutations.
-
-    Its checkpointed state is the generator's state at the start of the epoch and now, and the
-    position: the permutation is drawn again on load (at paper size it is 71M indices, 570 MB a
-    checkpoint), so a resumed run reads the same batches.
-    """
-
-    def __init__(self, n: int, batch_size: int, seed: int) -> None:
-        self.n, self.batch_size = n, batch_size
-        self.generator = torch.Generator().manual_seed(seed)
-        self._new_epoch()
-
-    def _new_epoch(self) -> None:
-        self.epoch_rng = self.generator.get_state()
-        self.perm = torch.randperm(self.n, generator=self.generator)
-        self.pos = 0
-
-    def next(self) -> torch.Tensor:
-        """Indices of the next batch (a new permutation when the epoch runs out)."""
-        if self.pos + self.batch_size > self.n:
-            self._new_epoch()
-        idx = self.perm[self.pos:self.pos + self.batch_size]
-        self.pos += self.batch_size
-        return idx
-
-    def state_dict(self) -> dict:
-        return {"rng": self.generator.get_state(), "epoch_rng": self.epoch_rng, "pos": self.pos}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.generator.set_state(state["epoch_rng"])
-        self._new_epoch()
-        self.generator.set_state(state["rng"])
-        self.pos = int(state["pos"])
-
-
-def _batch(data: dict, idx: torch.Tensor, config: PretrainConfig, sampler: BatchSampler,
-           mask_id: int, vocab_size: int, num_special: int, replace_ids) -> dict:
-    """Slice a batch, drop all-padding columns, and mask it with the run's generator (on CPU)."""
-    if data.get("attention_mask") is not None:
-        attention = data["attention_mask"][idx].bool()
-        used = attention.any(0).nonzero()
-        width = int(used.max()) + 1 if used.numel() else 1  # right padding: trim the padded tail
-        attention = attention[:, :width]
-    else:  # packed rows: no padding
-        width = data["input_ids"].shape[1]
-        attention = torch.ones(len(idx), width, dtype=torch.bool)
-    ids = data["input_ids"][idx, :width].long()  # packed corpora are stored as int32
-    special = ~attention
-    if data.get("special_tokens_mask") is not None:
-        special |= data["special_tokens_mask"][idx, :width].bool()
-    elif data.get("special_ids") is not None:
-        special |= torch.isin(ids, data["special_ids"])
-    else:
-        special |= ids < num_special
-    prob = config.mask_rate if data.get("mask_prob") is None else data["mask_prob"][idx, :width]
-    word_ids = data["word_ids"][idx, :width] if config.whole_word else None
-    corrupted, masked = mask_tokens(
-        ids, prob, generator=sampler.generator, mask_id=mask_id, vocab_size=vocab_size,
-        special_mask=special, word_ids=word_ids, split=config.split, num_special=num_special,
-        replace_ids=replace_ids,
-    )
-    # No padding in the batch: no mask, so SDPA can take its fastest kernel.
-    return {"input_ids": ids, "attention_mask": None if bool(attention.all()) else attention.long(),
-            "corrupted": corrupted, "masked": masked, "tokens": int(attention.sum())}
 
 
 # ---------------------------------------------------------------- the loop
@@ -514,7 +432,8 @@ def pretrain(
                  for k, v in batch.items()}
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
             loss, stats = step_fn(step, moved["input_ids"], moved["attention_mask"],
-                                  moved["corrupted"], moved["masked"], sample_gen)
+                                  moved["corrupted"], moved["masked"], sample_gen,
+                                  moved["positions"])
         if device.type == "cpu":  # free here: stop before a bad backward pass
             if not math.isfinite(loss.item()):
                 raise FloatingPointError(f"non-finite loss ({loss.item()}) at step {step}")

@@ -65,6 +65,21 @@ def test_metrics_and_validation():
                          "attention_mask": torch.ones(2, 3)}, task(8, 1), FinetuneConfig())
 
 
+@pytest.mark.parametrize("batch, given, expected", [(32, None, 256), (16, None, 128), (16, 64, 64)])
+def test_the_evaluation_batch_is_a_multiple_of_the_training_batch_unless_given(batch, given,
+                                                                               expected):
+    """book/compute.md's rule: evaluation takes EVAL_BATCH_FACTOR (8) times the training batch."""
+    config = FinetuneConfig(batch_size=batch, eval_batch_size=given)
+    assert config.eval_batch_size == expected
+
+
+@pytest.mark.parametrize("field, value", [("eval_batch_size", 0), ("batch_size", 0),
+                                          ("eval_batch_size", 2.5)])
+def test_a_bad_batch_size_is_named(field, value):
+    with pytest.raises(ValueError, match=f"^{field} must be an int >= 1"):
+        FinetuneConfig(**{field: value})
+
+
 def test_quiet_heartbeat_prints_without_warnings(monkeypatch, capsys):
     import warnings
 

@@ -119,7 +119,8 @@ def chain(base_model, data: dict, config, doses, on_dose: Callable[[int, object]
                      for k, v in batch.items()}
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                 loss, _ = objective(step, moved["input_ids"], moved["attention_mask"],
-                                    moved["corrupted"], moved["masked"])
+                                    moved["corrupted"], moved["masked"],
+                                    positions=moved["positions"])  # no host sync (pretrain)
             # no host read per step: the first bad step is kept on the device, checked per dose
             bad = ~torch.isfinite(loss.detach())
             first_bad = torch.where((first_bad < 0) & bad, torch.full_like(first_bad, step),

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from mlmlib.masking import at_masked
 from mlmlib.models import ElectraPair
 from mlmlib.papers.true_negatives import negatives as neg
 from mlmlib.papers.true_negatives.arm_config import ArmConfig
@@ -103,7 +104,7 @@ class NegativesMonitor:
             self._inject_rng = torch.Generator(device=step.targets.device).manual_seed(self.seed + 7)
             if self._inject_state is not None:
                 self._inject_rng.set_state(self._inject_state)
-        whole = self.whole_word_positions(step)[step.masked]
+        whole = at_masked(self.whole_word_positions(step), step.masked, step.positions)
         partner = self.injection.table.sample_partners(step.targets, self._inject_rng)
         draw = torch.rand(step.targets.shape, generator=self._inject_rng, device=step.targets.device)
         put = whole & (partner >= 0) & (draw < self.injection.rate)
@@ -120,7 +121,7 @@ class NegativesMonitor:
             injected = step.samples
         samples = step.samples
         if self.arm.whole_words:
-            ok = self.whole_word_positions(step)[step.masked]
+            ok = at_masked(self.whole_word_positions(step), step.masked, step.positions)
             # -1 is never a pair in a PairLookup and still counts as "replaced" where the sample
             # differs from the original, so the rates keep their denominators
             samples = torch.where(ok | (samples == step.targets), samples, torch.full_like(samples, -1))
@@ -128,7 +129,8 @@ class NegativesMonitor:
         out = self.inner(step)
         fn = self.inner.last_fn  # the inner hook's detection, on the same table and samples
         if step.step % self.log_every == 0 and self.top_pairs:  # the window's one host read
-            self.pairs.update(map(tuple, torch.stack([step.targets[fn], samples[fn]], 1).tolist()))
+            rows = torch.stack([step.targets, samples, fn.long()], 1).tolist()  # kept on the host
+            self.pairs.update((a, b) for a, b, is_fn in rows if is_fn)
         if self._handle is not None:  # only a discriminator reads these
             self._pending = (step.step, step.corrupted_ids != step.input_ids,
                              neg.to_positions(fn, step.masked, False), step.attention_mask)

@@ -17,7 +17,8 @@ The paper body was not readable offline; every formula marked "reconstructed" is
 and switchable by a parameter (see the paper notes).
 
 Convention: per-masked-position tensors (N,) are in the order of boolean indexing `x[masked]`
-(row-major over (B, L)); `to_positions` scatters them back to (B, L).
+(row-major over (B, L); the training loop gathers them at the step's `positions` without a host
+sync, masking.at_masked); `to_positions` scatters them back to (B, L).
 """
 
 from __future__ import annotations
@@ -144,10 +145,10 @@ def false_negative_stats(
 
 
 def to_positions(values: torch.Tensor, masked: torch.Tensor, fill: float | bool = 0) -> torch.Tensor:
-    """Scatter per-masked-position values (N,) back to (B, L), `fill` elsewhere."""
+    """Scatter per-masked-position values (N,) back to (B, L), `fill` elsewhere: `out[masked] =
+    values`, written as a masked scatter, which needs no index list (no host read per step)."""
     out = torch.full(masked.shape, fill, dtype=values.dtype, device=values.device)
-    out[masked] = values
-    return out
+    return out.masked_scatter(masked.to(out.device), values)
 
 
 # --------------------------------------------------------------------------- hard correction
@@ -181,11 +182,12 @@ def relabel_mlm_correction(
     # two logits per row, gathered at every position and kept at the false negatives: no
     # branch on fn and no index list, so nothing is read back from the device
     ly = logits.gather(1, targets.unsqueeze(1)).squeeze(1).float()
-    ls = logits.gather(1, samples.unsqueeze(1)).squeeze(1).float()
+    # (a sample of -1, a piece that whole-word detection leaves out, is never a false negative)
+    ls = logits.gather(1, samples.clamp(min=0).unsqueeze(1)).squeeze(1).float()
     # (-log(p_y + p_s)) - (-log p_y): the change from the plain CE at each fn position;
     # the log-partition cancels, so no softmax over the vocabulary is needed
     change = torch.where(fn.bool(), ly - torch.logaddexp(ly, ls), torch.zeros_like(ly))
-    return change.sum() / logits.shape[0]
+    return change.sum() / max(logits.shape[0], 1)  # 0 with no masked position (not 0 / 0)
 
 
 # --------------------------------------------------------------------------- soft regularization
