@@ -164,3 +164,23 @@ def test_every_paper_declares_its_page_numbers_torch_free():
     assert papers_of["b4_fn_mix"] == "B4_synthetic_true_negatives"  # a paper's declaration loaded
 
 
+
+
+def test_the_analogues_top_dose_verdict_and_controls_render_from_c3():
+    def control(name, status):
+        return {"name": name, "status": status}
+
+    claims = [{"testbed": "real", "dose": 100, "verdict": "reproduced", "seeds": 3, "controls": []},
+              {"testbed": "synthetic", "dose": 30, "verdict": "insensitive", "seeds": 12,
+               "controls": [control("moves", "failed")]},
+              {"testbed": "synthetic", "dose": 3000, "verdict": "not resolved", "seeds": 12,
+               "controls": [control("list share", "passed"), control("loss", "passed"),
+                            control("moves", "passed")]}]
+    records = pd.DataFrame([{"notebook": "C3_selective_summary", "dose_claims": claims}])
+    verdict, controls = (pn.render(pn.QUANTITIES[n], records)
+                         for n in ("c4_top_verdict", "c4_top_controls"))
+    assert verdict == "not resolved at 3,000 steps over 12 languages"
+    assert controls == "all 3 controls passed"
+    claims[2]["controls"][2]["status"] = "failed"
+    assert pn.render(pn.QUANTITIES["c4_top_controls"], records) == (
+        "1 of 3 controls not passed: moves (failed)")

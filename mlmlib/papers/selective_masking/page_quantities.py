@@ -192,3 +192,33 @@ for _name, (_bed, _what, _a, _b, _meaning) in DOSE_DIFFERENCES.items():
 def _(records):
     acc = c2_accuracy(records)
     return interval(acc["random"] - acc["none"])
+
+
+def _c4_top_claim(records: pd.DataFrame) -> dict:
+    """C3's claim on the analogue (C4) at its top dose: exponential - random, its controls and
+    verdict (metrics.dose_claims)."""
+    claims = [c for c in explode_rows(records, "dose_claims", keep=[]).to_dict("records")
+              if c.get("testbed") == "synthetic"]
+    if not claims:
+        raise ValueError("no dose claim of the synthetic testbed in C3's record")
+    return max(claims, key=lambda c: c["dose"])
+
+
+@quantity("c4_top_verdict", "C3_selective_summary", "metrics.dose_claims[*].verdict",
+          "C3's verdict on exponential - random in the analogue at its top dose")
+def _(records):
+    claim = _c4_top_claim(records)
+    return f"{claim['verdict']} at {int(claim['dose']):,} steps over {claim['seeds']} languages"
+
+
+@quantity("c4_top_controls", "C3_selective_summary", "metrics.dose_claims[*].controls",
+          "which of the claim's controls passed in the analogue at its top dose")
+def _(records):
+    from mlmlib.verdicts import PASSED, control_status
+
+    controls = _c4_top_claim(records)["controls"]
+    failed = [f"{c['name']} ({control_status(c)})" for c in controls
+              if control_status(c) != PASSED]
+    if not failed:
+        return f"all {len(controls)} controls passed"
+    return f"{len(failed)} of {len(controls)} controls not passed: " + "; ".join(failed)
