@@ -229,7 +229,8 @@ def records(diff=0.03, spread=0.005, languages=4, fn_rate=0.3, clean=0.7, scratc
                              "b_d1": 0.8 - drop + shift, "robustness_drop": drop - shift})
                 rate = (fn_rate if corpus == "mix" else 0.01) * (0.5 if "@" in name else 1.0)
                 training += [{"arm": name, "corpus": corpus, **run, "step": s, "fn_rate_replaced": rate,
-                              "disc_acc_false_negative": 0.3 if uncorrected else 0.3 - flag_gap}
+                              "disc_acc_false_negative": 0.3 if uncorrected else 0.3 - flag_gap,
+                              "disc_loss_share_false_negative": 0.3 if uncorrected else 0.3 - flag_gap}
                              for s in (10, 20)]
                 intrinsic.append({"arm": name, "corpus": corpus, **run,
                                   "acc_true_replaced": clean if corpus == "shift" else 0.6,
@@ -384,3 +385,9 @@ def test_the_dose_lists_the_departures_from_the_paper_recipe():
     gone = claims.departures(ours, paper, sc.DEPARTURES)
     assert list(gone) == ["setup.temperature 1.5 (paper profile: 1.0)"]
     assert "share of false negatives" in gone["setup.temperature 1.5 (paper profile: 1.0)"]
+
+
+def test_settings_and_controls_chosen_after_a_failed_control_are_named():
+    assert list(sc.after_failure([{"setup": {"steps": 8000}}])) == ["setup.steps 8000"]
+    assert sc.after_failure([{"setup": {"steps": 6000}}]) == {}
+    assert any("loss share" in what for what in claims.REDECLARED)

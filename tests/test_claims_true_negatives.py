@@ -40,7 +40,8 @@ def training_for(table: pd.DataFrame, fn_rate: float = 0.3, flagged: float = 0.4
                  corrected_flagged: float = 0.1, fires: float = 0.05) -> pd.DataFrame:
     """B1's training windows for every arm of `table`: two windows per pretraining seed, with the
     positive controls passing by default (false negatives are `fn_rate` of the replacements,
-    corrections change how false negatives are flagged, the tables differ)."""
+    corrections change the discriminator's loss share at false negatives, written into
+    `flagged` / `corrected_flagged` as into the flagging, the tables differ)."""
     rows = []
     for arm in sorted(set(table["arm"]) - {"scratch"}):
         corrected = not arm.endswith("/none")
@@ -49,6 +50,7 @@ def training_for(table: pd.DataFrame, fn_rate: float = 0.3, flagged: float = 0.4
             for step in (10, 20):
                 rows.append({"arm": arm, "objective": arm.split("/")[0], "pretrain_seed": seed, "step": step,
                              "disc_acc_false_negative": corrected_flagged if corrected else flagged,
+                             "disc_loss_share_false_negative": corrected_flagged if corrected else flagged,
                              "fn_rate_masked": fires,
                              "fn_rate_replaced": fn_rate / 10 if on_other_table else fn_rate})
     return pd.DataFrame(rows)
@@ -466,17 +468,17 @@ def test_false_negatives_present_at_its_edge(fn_rate, expected):
 
 @pytest.mark.parametrize("flag_gap, expected", [(0.051, verdicts.EQUIVALENT), (0.049, verdicts.INSENSITIVE),
                                                 (-0.06, verdicts.EQUIVALENT)])
-def test_a_correction_must_change_flagging_by_the_threshold_either_way(flag_gap, expected):
+def test_a_correction_must_change_its_loss_share_by_the_threshold_either_way(flag_gap, expected):
     table = downstream([0.001, -0.001, 0.0005])
     training = training_for(table, flagged=0.3, corrected_flagged=0.3 - flag_gap)
     assert verdict(downstream_claims(table, PRIORS, training, delta=0.01), ACC) == expected
 
 
-def test_a_flagging_change_that_spans_zero_fails_on_its_near_end():
+def test_a_loss_share_change_that_spans_zero_fails_on_its_near_end():
     table = downstream([0.001, -0.001, 0.0005])
     training = training_for(table, flagged=0.3, corrected_flagged=0.3)
     corrected = training["arm"] == "electra/shield"
-    training.loc[corrected, "disc_acc_false_negative"] += [0.2, 0.2, -0.2, -0.2, 0.2, 0.2]  # mean > 0.05
+    training.loc[corrected, "disc_loss_share_false_negative"] += [0.2, 0.2, -0.2, -0.2, 0.2, 0.2]  # mean > 0.05
     rows = downstream_claims(table, PRIORS, training, delta=0.01)
     changed = controls_of(rows)[claims.TARGET_CHANGED]
     assert changed["measured"] > 0.05 and changed["judged_on"] < 0 and changed["status"] == verdicts.FAILED
@@ -491,6 +493,15 @@ def test_pretraining_helps_is_judged_on_its_interval_not_its_mean():
     helps = controls_of(rows)[claims.PRETRAINING_HELPS]
     assert helps["measured"] > 0 and helps["judged_on"] < 0
     assert verdict(rows, ACC) == verdicts.INSENSITIVE
+
+
+def test_records_without_the_loss_share_leave_the_target_control_not_measured():
+    table = downstream([0.001, -0.001, 0.0005])
+    training = training_for(table).drop(columns="disc_loss_share_false_negative")
+    rows = downstream_claims(table, PRIORS, training, delta=0.01)
+    changed = controls_of(rows)[claims.TARGET_CHANGED]
+    assert changed["status"] == verdicts.UNMEASURED and "no loss share" in changed["name"]
+    assert verdict(rows, ACC) == verdicts.NOT_MEASURED
 
 
 def test_an_mlm_correction_has_no_measured_target_so_its_rows_are_not_measured():
@@ -561,6 +572,7 @@ def test_departures_from_the_paper_recipe_are_listed_with_their_reasons():
     assert list(gone) == ["start.base minilm-l6 (paper profile: scratch)",
                           "pretraining.temperature 3.0 (paper profile: 1.0)"]
     assert "departs from the paper: start.base minilm-l6" in claims.b1_dose(ours, paper)
+    assert "read on the loss share at false negatives" in claims.b1_dose(ours, paper)
     assert claims.pretraining_tokens(ours[0]) == 10 * 2 * 4
     timed = {"model": {"hidden": 256, "layers": 12}, "pretraining": {"batch_size": 4}}
     assert claims.timing_dose([timed], []) == "hidden 256, 12 layers, batch 4"

@@ -301,6 +301,25 @@ def test_start_names_what_a_pretrained_generator_needs():
         Start("minilm-l6", "base", base_max_length=0)
 
 
+def test_loss_share_at_false_negatives_on_hand_made_discriminator_outputs():
+    from mlmlib.papers.true_negatives.monitor import disc_loss_at_fn
+    from torch.nn.functional import binary_cross_entropy_with_logits as bce
+
+    logits = torch.tensor([[-3.0, 2.0, -4.0, 0.0]])  # original, replaced, false negative, padding
+    replaced = torch.tensor([[0.0, 1.0, 1.0, 0.0]])
+    fn = torch.tensor([[False, False, True, False]])
+    attention = torch.tensor([[1, 1, 1, 0]])
+    each = bce(logits, replaced, reduction="none")[0]
+    at_fn, total = disc_loss_at_fn(logits, replaced, None, fn, attention).tolist()
+    assert at_fn == pytest.approx(float(each[2])) and total == pytest.approx(float(each[:3].sum()))
+    assert at_fn / total > 0.9  # called "original", taught "replaced": most of the loss
+    relabelled = replaced.masked_fill(fn, 0.0)
+    at_fn, total = disc_loss_at_fn(logits, relabelled, None, fn, attention).tolist()
+    assert at_fn / total < 0.2  # taught "original" where it says so: little loss left there
+    shielded = (~fn).float()
+    assert disc_loss_at_fn(logits, replaced, shielded, fn, attention)[0] == 0
+
+
 def test_continuation_pieces_are_never_false_negatives():
     monitor = NegativesMonitor(arm_config.ArmConfig("electra", "none"), all_pairs(), VOCAB)
     ids = torch.tensor([[2, 5, VOCAB.index("##x"), 6, 7, 3]])
@@ -311,18 +330,33 @@ def test_continuation_pieces_are_never_false_negatives():
     assert not bool(ok[masked][0])  # w0 followed by ##x is no whole word
 
 
-def test_pretrain_arm_logs_false_negative_statistics():
+def _four_steps(method: str):
+    """pretrain_arm of electra/`method` for 4 steps, logged every 2."""
     gen = torch.Generator().manual_seed(0)
     ids = torch.randint(len(SPECIALS), len(VOCAB) - 2, (16, 12), generator=gen)
     data = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
     tables = lookup_tables.Tables(all_pairs(), SynonymTable({}), "test")
     config = PretrainConfig(steps=4, batch_size=8, log_every=2, seed=0)
-    result = arm_pretraining.pretrain_arm(arm_config.ArmConfig("electra", "shield"), tables, VOCAB, data, SIZE, config,
-                             mask_id=MASK, num_special=len(SPECIALS), generator_fraction=0.5)
+    return arm_pretraining.pretrain_arm(arm_config.ArmConfig("electra", method), tables, VOCAB, data,
+                                        SIZE, config, mask_id=MASK, num_special=len(SPECIALS),
+                                        generator_fraction=0.5)
+
+
+def test_the_uncorrected_arm_logs_a_positive_loss_share_at_false_negatives():
+    result = _four_steps("none")
+    shares = [r["disc_loss_share_false_negative"] for r in result.history]
+    assert len(shares) == 2 and all(0 < s < 1 for s in shares)
+    rows = arm_pretraining.history_rows(result, seed=0)
+    assert [r["disc_loss_share_false_negative"] for r in rows] == shares
+
+
+def test_pretrain_arm_logs_false_negative_statistics():
+    result = _four_steps("shield")
     assert [r["step"] for r in result.history] == [2, 4]
     for row in result.history:
         assert row["fn_rate_replaced"] > 0
         assert {"disc_acc_original", "disc_acc_replaced", "disc_acc_false_negative"} <= set(row)
+        assert row["disc_loss_share_false_negative"] == 0.0  # shield weighs them 0
     assert result.top_false_negatives and result.step_ms > 0
     rows = arm_pretraining.history_rows(result, seed=0)
     assert rows[0]["arm"] == "electra/shield" and rows[0]["generator_acc"] is not None

@@ -267,7 +267,7 @@ def history_rows(result: ArmResult, seed: int) -> list[dict]:
     """The arm's training log as row dicts (JSON-able) for the run record."""
     keep = ("step", "gen_acc", "acc", "disc_acc", "fn_rate_replaced", "fn_rate_masked", "n_fn",
             "replaced_frac", "injected_frac", "disc_acc_original", "disc_acc_replaced", "disc_acc_false_negative",
-            "loss", "wall_s", "tokens_seen")
+            "disc_loss_share_false_negative", "loss", "wall_s", "tokens_seen")
     rows = []
     for r in result.history:
         row = {"arm": result.arm.name, "objective": result.arm.objective,

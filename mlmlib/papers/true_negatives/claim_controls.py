@@ -21,7 +21,9 @@ from mlmlib import stats, verdicts
 # Positive controls' thresholds (CONTROLS: each with the principle the summary page states):
 FN_RATE_MIN = 0.2         # false negatives among the uncorrected generator's replacements
 DISC_TRUE_MIN = 0.5       # the uncorrected discriminator flags true replacements where no FN exist
-FLAG_CHANGE_MIN = 0.05    # a correction changes false-negative flagging by at least this
+# a correction changes the share of the discriminator's training loss taken at false negatives by
+# at least this (declared 2026-12-07, before B4's 8,000-step records: design history, paper B)
+LOSS_SHARE_CHANGE_MIN = 0.05
 TABLES_DIFFER_MIN = 0.05  # two lookup tables differ in the false negatives they find by this much
 LAST_WINDOWS = 2          # the controls read the last logging windows, where training ended
 
@@ -58,9 +60,10 @@ CONTROLS = {
     LEARNS_CLEAN: Declared(verdicts.TOOK, DISC_TRUE_MIN, ">=", "where no replacement is a false "
                            "negative, the uncorrected discriminator flags at least half of the true "
                            "replacements: it has learned its task", objectives=("electra",)),
-    TARGET_CHANGED: Declared(verdicts.TOOK, FLAG_CHANGE_MIN, ">=", "the correction moves the "
-                             "discriminator's flagging of false negatives by five points or more, "
-                             "either way"),
+    TARGET_CHANGED: Declared(verdicts.TOOK, LOSS_SHARE_CHANGE_MIN, ">=", "the correction moves the "
+                             "share of the discriminator's training loss taken at false negatives "
+                             "(the signal a hard correction relabels or removes) by five points or "
+                             "more, either way"),
     SWAPS_HURT: Declared(verdicts.EXISTS, 2.0, ">=", "the uncorrected arm's drop is at least twice "
                          "the margin, so a correction has room to remove more than the margin",
                          times_delta=True),
@@ -75,6 +78,13 @@ CONTROLS = {
                               "the target, so an overhead at the target cannot hide inside it"),
 }
 NOT_MEASURED = stats.Interval(float("nan"), float("nan"), float("nan"), 0)
+# Controls declared anew after records failed them: every scorecard row of paper B names each,
+# with why (book/design_history.md, paper B), so that no re-declaration hides in a verdict.
+REDECLARED = {
+    f"control '{TARGET_CHANGED}' read on the loss share at false negatives": (
+        "declared before B4's 8,000-step records, after its earlier reading (the flagging of "
+        "false negatives) could not pass on B4, whose uncorrected discriminator flags almost none"),
+}
 
 
 def measurement(values, what: str, field: str) -> tuple[stats.Interval, str, str]:
@@ -103,6 +113,23 @@ def corrects_flagging(arm: str) -> bool:
     from mlmlib.papers.true_negatives.negatives import HC, method_kinds
 
     return HC in method_kinds(arm.split("/", 1)[-1].split("@")[0])
+
+
+# What TARGET_CHANGED reads: the discriminator's loss at false negatives over its whole loss, per
+# logging window, with the labels and weights the arm trains on (monitor.disc_loss_at_fn).
+LOSS_SHARE = "disc_loss_share_false_negative"
+
+
+def target_changed(mine: pd.Series, base: pd.Series, target: str, baseline: str,
+                   where: str = "") -> tuple[stats.Interval, str, str]:
+    """TARGET_CHANGED from each block's loss share (last windows) of the corrected arm and of
+    the uncorrected one; not measured where the records predate the loss share."""
+    diff = (mine - base).dropna()
+    if not len(diff):
+        return not_measured("these records hold no loss share at false-negative positions (logged "
+                            "from 2026-12-07 on)")
+    return (oriented(stats.mean_ci(diff.to_numpy())), f"|{target} - {baseline}| on the "
+            f"discriminator's loss share at false negatives{where} (last windows)", f"training.{LOSS_SHARE}")
 
 
 def target_not_measured(arm: str) -> tuple[stats.Interval, str, str]:
@@ -155,12 +182,13 @@ def b1_measurements(claim: str, objective: str, arm: str, task: str, training: p
            LEARNS_CLEAN: not_measured("B1 has no corpus without false negatives")}
     target = arm.split("@")[0] if other else arm
     if corrects_flagging(target) and objective == "electra":
-        mine = last_windows(training, target, "disc_acc_false_negative", claim, TARGET_CHANGED)
-        base = last_windows(training, baseline, "disc_acc_false_negative", claim, TARGET_CHANGED)
-        diff = (mine - base).dropna()
-        out[TARGET_CHANGED] = (oriented(stats.mean_ci(diff.to_numpy())),
-                               f"|{target} - {baseline}| on false negatives flagged (last windows)",
-                               "training.disc_acc_false_negative")
+        if LOSS_SHARE in training:
+            out[TARGET_CHANGED] = target_changed(
+                last_windows(training, target, LOSS_SHARE, claim, TARGET_CHANGED),
+                last_windows(training, baseline, LOSS_SHARE, claim, TARGET_CHANGED), target, baseline)
+        else:
+            out[TARGET_CHANGED] = target_changed(pd.Series(dtype=float), pd.Series(dtype=float),
+                                                 target, baseline)
     else:
         out[TARGET_CHANGED] = target_not_measured(target)
     base_acc = _per_seed_accuracy(downstream, baseline, task)

@@ -22,13 +22,15 @@ from mlmlib.papers.true_negatives.claim_controls import (  # noqa: F401
     B1_UNIT,
     CONTROLS,
     DISC_TRUE_MIN,
-    FLAG_CHANGE_MIN,
     FN_PRESENT,
     FN_RATE_MIN,
     LAST_WINDOWS,
     LEARNS_CLEAN,
+    LOSS_SHARE,
+    LOSS_SHARE_CHANGE_MIN,
     NOT_MEASURED,
     PRETRAINING_HELPS,
+    REDECLARED,
     SWAPS_HURT,
     TABLES_DIFFER,
     TABLES_DIFFER_MIN,
@@ -38,6 +40,7 @@ from mlmlib.papers.true_negatives.claim_controls import (  # noqa: F401
     corrects_flagging,
     oriented,
     prior_of,
+    target_changed,
     target_not_measured,
 )
 from mlmlib.papers.true_negatives.qa import EXACT_METRIC
@@ -432,7 +435,8 @@ def dose_text(ours: list[dict], paper: list[dict]) -> str:
 
 def b1_dose(ours: list[dict], paper: list[dict]) -> str:
     """`dose_text` with the settings that depart from the paper's recipe (B1_DEPARTURES)."""
-    return verdicts.with_departures(dose_text(ours, paper), departures(ours, paper, B1_DEPARTURES))
+    return verdicts.with_departures(dose_text(ours, paper),
+                                    departures(ours, paper, B1_DEPARTURES) | REDECLARED)
 
 
 def timing_dose(ours: list[dict], paper: list[dict]) -> str:

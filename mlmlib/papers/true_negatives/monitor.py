@@ -2,7 +2,8 @@
 
 `NegativesMonitor` restricts false negatives to whole-word tokens, hands the output of the
 arm's `negatives.NegativesHook` to the training loop, and logs the discriminator's accuracy on
-original / replaced / false-negative positions; `Injection` is the CPU-scale stand-in that puts
+original / replaced / false-negative positions and the share of its training loss taken at
+false-negative positions; `Injection` is the CPU-scale stand-in that puts
 synonyms into ELECTRA's generator samples. Every statistic stays on the device until a log step
 reads it (the hook's `device_stats`): a training step makes no host sync of its own.
 """
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from mlmlib.masking import at_masked
 from mlmlib.models import ElectraPair
@@ -59,12 +61,28 @@ def disc_counts(disc_logits: torch.Tensor, labels: torch.Tensor, fn_pos: torch.T
     return torch.stack(counts).double()
 
 
+def disc_loss_at_fn(disc_logits: torch.Tensor, trained_labels: torch.Tensor,
+                    trained_weights: torch.Tensor | None, fn_pos: torch.Tensor,
+                    attention_mask: torch.Tensor | None) -> torch.Tensor:
+    """[loss at false negatives, loss everywhere]: (2,) on the device, the discriminator's
+    per-token BCE summed with the labels and weights its arm trains on (a correction's relabelled
+    or shielded false negatives included), so their ratio is the share of the training loss that
+    false-negative positions carry: what a hard correction acts on."""
+    valid = torch.ones_like(fn_pos, dtype=torch.bool) if attention_mask is None else attention_mask.bool()
+    bce = F.binary_cross_entropy_with_logits(disc_logits.detach().float(), trained_labels.float(),
+                                             reduction="none")
+    weights = valid.float() if trained_weights is None else valid.float() * trained_weights.float()
+    loss = bce * weights
+    return torch.stack([(loss * fn_pos.bool()).sum(), loss.sum()]).double()
+
+
 class NegativesMonitor:
     """Training-step hook of one arm: whole-word false negatives, HC/SR, and accuracy by kind.
 
     The discriminator is watched with a forward hook: the step hook runs before the
-    discriminator, so its accuracy on original / replaced / false-negative positions is taken
-    from the discriminator's output of the same step and summed per log window. With an
+    discriminator, so its accuracy on original / replaced / false-negative positions, and its
+    loss at false negatives against its whole loss, are taken from the discriminator's output of
+    the same step and summed per log window. With an
     `injection`, synonyms replace some generator samples first (seeded by `seed`); the
     discriminator, the detection and the statistics then see the injected samples.
     """
@@ -84,7 +102,8 @@ class NegativesMonitor:
         self.continuation = torch.tensor([t.startswith("##") for t in vocab], dtype=torch.bool)
         self.log_every = log_every
         self.top_pairs = top_pairs
-        # window end step -> [correct, n] x 3 kinds, a device tensor until it is read
+        # window end step -> [correct, n] x 3 kinds, then [loss at false negatives, loss]: a
+        # device tensor until it is read
         self.windows: dict[int, torch.Tensor] = {}
         self.pairs: Counter = Counter()  # (original id, sample id) of false negatives, on log steps
         self._pending: tuple | None = None
@@ -132,8 +151,10 @@ class NegativesMonitor:
             rows = torch.stack([step.targets, samples, fn.long()], 1).tolist()  # kept on the host
             self.pairs.update((a, b) for a, b, is_fn in rows if is_fn)
         if self._handle is not None:  # only a discriminator reads these
-            self._pending = (step.step, step.corrupted_ids != step.input_ids,
-                             neg.to_positions(fn, step.masked, False), step.attention_mask)
+            replaced = step.corrupted_ids != step.input_ids
+            trained = replaced if out.disc_labels is None else out.disc_labels
+            self._pending = (step.step, replaced, neg.to_positions(fn, step.masked, False),
+                             step.attention_mask, trained, out.disc_weights)
         # The training loop accepts only its own HookOutput class: same fields, copied over.
         fields = {f.name: getattr(out, f.name, None) for f in dataclasses.fields(HookOutput)}
         if injected is not None:
@@ -145,9 +166,10 @@ class NegativesMonitor:
     def _on_discriminator(self, module, args, output) -> None:
         if self._pending is None or not module.training:
             return
-        step, labels, fn_pos, attention = self._pending
+        step, labels, fn_pos, attention, trained, weights = self._pending
         self._pending = None
-        counts = disc_counts(output.logits, labels.float(), fn_pos, attention)
+        counts = torch.cat([disc_counts(output.logits, labels.float(), fn_pos, attention),
+                            disc_loss_at_fn(output.logits, trained, weights, fn_pos, attention)])
         end = -(-step // self.log_every) * self.log_every
         prev = self.windows.get(end)
         self.windows[end] = counts if prev is None else prev.to(counts.device) + counts
@@ -174,7 +196,8 @@ class NegativesMonitor:
             self._handle = None
 
     def merge(self, history: list[dict]) -> list[dict]:
-        """Add disc_acc_{original,replaced,false_negative} (None where a kind had no position)."""
+        """Add disc_acc_{original,replaced,false_negative} (None where a kind had no position) and
+        disc_loss_share_false_negative (None where the window's loss is 0)."""
         windows = self.window_sums()
         for row in history:
             # the loop logs at multiples of log_every and at the last step (a partial window)
@@ -185,6 +208,8 @@ class NegativesMonitor:
                 correct, n = sums[2 * i], sums[2 * i + 1]
                 row[f"disc_acc_{kind}"] = float(correct / n) if n else None
                 row[f"disc_n_{kind}"] = float(n)
+            if len(sums) > 6:  # a checkpoint saved before the loss share was logged has none
+                row["disc_loss_share_false_negative"] = float(sums[6] / sums[7]) if sums[7] else None
         return history
 
     def identity(self) -> dict:

@@ -197,8 +197,8 @@ def run_arms(
 
 
 CHECKPOINT_FIELDS = ("tokens_seen", "generator_acc", "disc_acc_original", "disc_acc_replaced",
-                     "disc_acc_false_negative", "fn_rate_replaced", "fn_rate_masked", "n_fn",
-                     "injected_frac")
+                     "disc_acc_false_negative", "disc_loss_share_false_negative", "fn_rate_replaced",
+                     "fn_rate_masked", "n_fn", "injected_frac")
 
 
 def checkpoint_row(rows: Sequence[dict], step: int) -> dict:

@@ -43,15 +43,16 @@ SETUP_PRESETS = {
     # B4's smoke run, small enough for a laptop but long enough for the mechanism: at 1,500
     # steps a half-width generator samples the original's synonym for about a fifth of its
     # replacements on `mix`; the discriminator starts to flag replacements only after several
-    # thousand (the cpu preset's 6,000)
+    # thousand (the cpu preset's 8,000)
     "smoke": _SMOKE_SETUP,
     # the test plan's plumbing run: seconds on a CPU
     "tiny": {**_SMOKE_SETUP, "language": "tiny", "corpus_size": 48, "corpus_length": 12,
              "probe_size": 24, "hidden": 16, "layers": 1, "steps": 4, "batch_size": 8,
              "log_every": 2},
-    # the cpu plan's: ELECTRA's quarter-width generator, 6,000 steps, where the pilot on languages
-    # 200-203 found pretraining's benefit on B-D1 (book/design_history.md, paper B)
-    "cpu": {**_SMOKE_SETUP, "generator_fraction": 0.25, "steps": 6000, "log_every": 200},
+    # the cpu plan's: ELECTRA's quarter-width generator, 8,000 steps, the dose the pilot on
+    # languages 200-203 ran (every `relabel` discriminator flagging from step 3,000-5,000 on) and
+    # found pretraining's benefit on B-D1 at (book/design_history.md, paper B)
+    "cpu": {**_SMOKE_SETUP, "generator_fraction": 0.25, "steps": 8000, "log_every": 200},
     # the paper plan's: paper A's language and corpus sizes (sequences of ELECTRA's 128 tokens),
     # ELECTRA-small's geometry and recipe (Clark et al. 2020) for 50k steps
     "paper": {"language": "paper", "corpus_size": 200_000, "corpus_length": 128,

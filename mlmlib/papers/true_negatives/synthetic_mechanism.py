@@ -27,8 +27,8 @@ FLAGGING, EMBEDDINGS = claims.MECHANISM_CLAIMS
 MEASURES = {FLAGGING: ("intrinsic", "acc_true_replaced", "true replacements flagged (held-out probe)"),
             EMBEDDINGS: ("intrinsic", "synonym_cosine", "synonym-pair embedding cosine")}
 DELTA = 0.05
-DELTA_SOURCE = ("ours: five points of flagging or of cosine, the change the controls ask of a "
-                "correction's own target (claim_controls.FLAG_CHANGE_MIN)")
+DELTA_SOURCE = ("ours: five points of flagging or of cosine, the size of change the controls ask "
+                "of a correction's own target (claim_controls.LOSS_SHARE_CHANGE_MIN)")
 TRAINING_FLAGGING = "disc_acc_replaced"  # the same flagging per logging window, during training
 
 

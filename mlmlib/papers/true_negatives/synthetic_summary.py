@@ -93,7 +93,8 @@ def summarise(records: pd.DataFrame, paper_params: list[dict], delta: float = sc
     cost = sc.cost_rows(arms)
     ours = records.to_dict("records") if len(records) and "setup" in records else []
     dose = verdicts.with_departures(sc.dose_text(ours, paper_params),
-                                    claims.departures(ours, paper_params, sc.DEPARTURES))
+                                    claims.departures(ours, paper_params, sc.DEPARTURES)
+                                    | sc.after_failure(ours) | claims.REDECLARED)
     card = sm.scorecard(mechanism, dose=dose) + sc.scorecard(rows, cost, delta, dose)
     return SyntheticSummary(training, downstream, intrinsic, majority, rows, cost,
                             sc.control_values(training, intrinsic, downstream), card,
