@@ -120,6 +120,28 @@ def test_the_flagging_curves_are_per_arm_step_and_language_on_mix():
     assert len(curves) == 2 * 2 * 4 and not curves.duplicated(["arm", "step", "language_seed"]).any()
 
 
+def test_the_mechanism_panels_draw_the_loss_share_the_flagging_and_the_benefit():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mlmlib.papers.true_negatives import mechanism_figures
+
+    training, down, intrinsic, arms, majority = mechanism_records()
+    shares = sm.flagging_curves(training, "disc_loss_share_false_negative")
+    assert set(shares["arm"]) == {"electra/none", "electra/shield"} and len(shares) == 16
+    frame = pd.DataFrame([{"training": training.to_dict("records"), "downstream": down.to_dict("records"),
+                           "intrinsic": intrinsic.to_dict("records"), "arms": arms.to_dict("records")}])
+    mechanism_figures.mechanism_panels(ss.summarise(frame, [], majority=majority))
+    axes = plt.gcf().axes
+    assert [ax.get_ylabel() for ax in axes] == ["loss share at false negatives",
+                                                "true replacements flagged",
+                                                "flagging benefit over electra/none"]
+    assert all(ax.lines or ax.collections for ax in axes)
+    plt.close("all")
+
+
 def test_the_summary_leads_its_scorecard_with_the_mechanism():
     training, down, intrinsic, arms, majority = mechanism_records()
     frame = pd.DataFrame([{"training": training.to_dict("records"), "downstream": down.to_dict("records"),

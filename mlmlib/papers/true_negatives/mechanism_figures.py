@@ -1,6 +1,6 @@
 """B3's figures and tables of paper B's mechanism on the synthetic testbed (synthetic_mechanism):
-the flagging of true replacements over training per arm, and a correction's benefit against the
-false-negative share that drives it."""
+the loss share at false negatives and the flagging of true replacements over training per arm,
+and a correction's benefit against the false-negative share that drives it."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import seaborn as sns
 from IPython.display import display
 
 from mlmlib import plots, tables
+from mlmlib.papers.true_negatives import claims
 from mlmlib.papers.true_negatives import synthetic_mechanism as sm
 
 
@@ -22,6 +23,21 @@ def flagging_over_training(curves: pd.DataFrame, ax=None):
     ax = plots.curves(curves, x="step", y=sm.TRAINING_FLAGGING, hue="arm", xlabel="pretraining step",
                       ylabel="true replacements flagged", ax=ax,
                       title="mix: the discriminator on true replacements (95% CI over languages)")
+    ax.legend(fontsize=7)
+    return ax
+
+
+def loss_share_over_training(training: pd.DataFrame, ax=None):
+    """The manipulation check over training: the share of the discriminator's training loss taken
+    at false negatives per logging window on `mix`, per arm (mean and 95% interval over
+    languages). A hard correction relabels or removes that loss."""
+    curves = sm.flagging_curves(training, claims.LOSS_SHARE)
+    if not len(curves):
+        print("no training windows with the loss share at false negatives")
+        return None
+    ax = plots.curves(curves, x="step", y=claims.LOSS_SHARE, hue="arm", xlabel="pretraining step",
+                      ylabel="loss share at false negatives", ax=ax,
+                      title="mix: what a correction acts on (95% CI over languages)")
     ax.legend(fontsize=7)
     return ax
 
@@ -42,11 +58,12 @@ def benefit_against_share(benefit: pd.DataFrame, ax=None):
 
 
 def mechanism_panels(summary) -> None:
-    """B3: the two mechanism figures side by side (flagging over training; benefit against the
-    false-negative share)."""
-    _, axes = plt.subplots(1, 2, figsize=(12, 3.9))
-    flagging_over_training(summary.flagging, axes[0])
-    benefit_against_share(summary.benefit, axes[1])
+    """B3: the three mechanism figures side by side (the loss share a correction acts on and the
+    flagging of true replacements, over training; benefit against the false-negative share)."""
+    _, axes = plt.subplots(1, 3, figsize=(16, 3.9))
+    loss_share_over_training(summary.training, axes[0])
+    flagging_over_training(summary.flagging, axes[1])
+    benefit_against_share(summary.benefit, axes[2])
     plt.tight_layout()
 
 

@@ -91,15 +91,16 @@ def scorecard(rows: pd.DataFrame, delta: float = DELTA, dose: str = "") -> list[
     return out
 
 
-def flagging_curves(training: pd.DataFrame) -> pd.DataFrame:
-    """The discriminator's flagging of true replacements per logging window on `mix`, a row per
-    (arm, step, language): what the figure of flagging over training averages over languages."""
-    if not len(training) or TRAINING_FLAGGING not in training:
-        return pd.DataFrame(columns=["arm", "step", "language_seed", TRAINING_FLAGGING])
+def flagging_curves(training: pd.DataFrame, column: str = TRAINING_FLAGGING) -> pd.DataFrame:
+    """The discriminator's flagging of true replacements (or another training `column`, such as
+    its loss share at false negatives) per logging window on `mix`, a row per (arm, step,
+    language): what the figures over training average over languages."""
+    if not len(training) or column not in training:
+        return pd.DataFrame(columns=["arm", "step", "language_seed", column])
     part = training[(training["corpus"] == sc.CORPUS) & (training["objective"] == "electra")]
     part = part[~part["arm"].str.contains("@")]
-    return (part.groupby(["arm", "step", "language_seed"], as_index=False)[TRAINING_FLAGGING].mean()
-            .dropna(subset=[TRAINING_FLAGGING]))
+    return (part.groupby(["arm", "step", "language_seed"], as_index=False)[column].mean()
+            .dropna(subset=[column]))
 
 
 def benefit_by_share(training: pd.DataFrame, intrinsic: pd.DataFrame,
