@@ -63,7 +63,9 @@ def test_a_base_of_alphabet_a_never_reads_the_words_the_mixed_task_text_adds():
     ({"task_set": "A-D1"}, "synthetic.task_set 'A-D1' lies inside the base's pretraining domain"),
     ({"base_domain": "D3"}, "synthetic.base_domain must be one of"),
     ({"task_set": "C-D2"}, "synthetic.task_set must be"),
-    ({"doses": [0, 100, 30]}, "synthetic.doses must be strictly increasing")])
+    ({"doses": [0, 100, 30]}, "synthetic.doses must be strictly increasing"),
+    ({"second_beta": 3.0}, "synthetic.second_beta must be a number > 0 other than beta"),
+    ({"second_beta": 0}, "synthetic.second_beta must be a number > 0")])
 def test_a_shift_that_is_no_shift_or_a_bad_dose_list_is_refused(override, match):
     with pytest.raises(ValueError, match=match):
         configs.build(SyntheticSelective, override, "synthetic")
@@ -86,3 +88,21 @@ def test_no_plan_records_a_c4_pilot_language(profile):
     seeds = [run.params.get("seed", 0) for run in load_plan(profile).runs
              if run.notebook == "C4_synthetic_selective"]
     assert seeds and not set(seeds) & set(PILOT_LANGUAGES)
+
+
+def test_a_second_strength_masks_list_tokens_between_random_and_the_calibrated_exponential():
+    config = configs.build(SyntheticSelective, {"preset": "tiny"}, "synthetic")  # beta 3 and 1
+    assert synthetic_task.arm_names(config) == ("random", "exponential", "exponential-b1")
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, 2 * config.n_sets, size=(200, 16))
+    listed = np.arange(0, 2 * config.n_sets, 7)  # about a seventh of the tokens
+    probs = synthetic_task.arm_probs(tokens, listed, config)
+    listed_at = np.isin(tokens, listed)
+    shares, rates = {}, {}
+    for arm in synthetic_task.arm_names(config):
+        p = probs[arm][:, 1:].numpy()  # position 0 is [CLS]
+        rates[arm], shares[arm] = p.mean(), p[listed_at].sum() / p.sum()
+    assert all(r == pytest.approx(config.target_rate, rel=0.02) for r in rates.values())
+    assert shares["random"] < shares["exponential-b1"] < shares["exponential"]
+    assert synthetic_task.arm_names(configs.build(SyntheticSelective, {"preset": "smoke"},
+                                                  "synthetic")) == synthetic_task.ARMS

@@ -16,6 +16,9 @@ from mlmlib.papers.selective_masking.dose_figures import (
     dose_response_figure,
     dose_table,
     paired_by_dose,
+    selective_arms,
+    selectivity,
+    selectivity_figure,
 )
 
 
@@ -131,3 +134,21 @@ def test_the_figure_draws_on_given_axes():
     got = dose_response_figure(paired_by_dose(rows(blocks=1), "synthetic"), "one language",
                                ax=axes)
     assert got[0] is axes[0] and len(fig.axes) == 2
+
+
+def test_selectivity_as_a_dose_pairs_each_exponential_arm_with_random_at_the_top_dose():
+    weaker = [dict(r, arm="exponential-b1", list_share=0.3, accuracy=r["accuracy"] - 0.005)
+              for r in rows() if r["arm"] == "exponential"]
+    dose_rows = rows() + weaker
+    assert selective_arms(dose_rows) == ["exponential-b1", "exponential"]
+    table = selectivity(dose_rows).set_index("arm")
+    assert list(table.index) == ["random", "exponential-b1", "exponential"]
+    assert (table["dose"] == 100).all() and (table["n"] == 4).all()
+    assert table.loc["random", ["mean", "low", "high"]].tolist() == [0.0, 0.0, 0.0]
+    assert table.loc["exponential", "mean"] == pytest.approx(0.01)
+    assert table.loc["exponential-b1", "mean"] == pytest.approx(0.005)
+    assert table.loc["exponential-b1", "list_share"] == pytest.approx(0.3)
+    assert table.loc["random", "list_share"] == pytest.approx(0.165)  # 0.15 + 0.01 * mean(lang)
+    ax = selectivity_figure(table.reset_index(), "accuracy")
+    assert len([c for c in ax.containers if isinstance(c, ErrorbarContainer)]) == 3
+    assert selectivity(rows()).shape[0] == 2 and selectivity([]).empty

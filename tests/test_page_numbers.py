@@ -184,3 +184,18 @@ def test_the_analogues_top_dose_verdict_and_controls_render_from_c3():
     claims[2]["controls"][2]["status"] = "failed"
     assert pn.render(pn.QUANTITIES["c4_top_controls"], records) == (
         "1 of 3 controls not passed: moves (failed)")
+
+
+def test_the_mechanism_verdicts_render_from_b3_with_the_controls_they_failed():
+    def row(arm, verdict, statuses):
+        return {"claim": f"A correction restores the flagging of true replacements: {arm} (mix)",
+                "verdict": verdict, "estimate": 0.2, "low": 0.1, "high": 0.3, "seeds": 8,
+                "controls": [{"name": f"c{i}: what", "status": s} for i, s in enumerate(statuses)]}
+
+    card = [row("electra/relabel", "reproduced", ["passed", "passed"]),
+            row("electra/shield", "insensitive", ["passed", "failed"]),
+            {**row("electra/shield", "reproduced", []), "claim": "Better downstream score: x"}]
+    records = pd.DataFrame([{"notebook": "B3_true_negatives_summary", "scorecard": card}])
+    assert pn.render(pn.QUANTITIES["b4_mechanism_verdicts"], records) == (
+        "`electra/relabel` reproduced, 0.200 [0.100, 0.300] over 8 languages (all 2 controls "
+        "passed); `electra/shield` insensitive, 0.200 [0.100, 0.300] over 8 languages (failed: c1)")

@@ -10,6 +10,8 @@ blocks on the testbed's score (`dose_claims.TESTBEDS`), each with its 95% interv
 * the selective benefit, exponential - random at the same dose, the same block.
 
 Beside them, each arm's mean list share of masked tokens at the dose (the manipulation itself).
+Where a run trains the exponential function at a second strength, selectivity is a dose too:
+each arm's benefit over random at the top dose against its list share (`selectivity`).
 Dose 0 differences that are zero by construction (both sides the same base) are left out of the
 figure and its table, not shown as evidence.
 """
@@ -156,6 +158,50 @@ def dose_table(table: pd.DataFrame) -> pd.DataFrame:
         "n": shown["n"]}).set_index(["task", "word list", "dose (steps)", "difference"])
 
 
+def selective_arms(dose_rows: list[dict]) -> list[str]:
+    """The exponential arms of the rows: the calibrated one and any second strength
+    (synthetic_task.second_arm), in order of their list share."""
+    frame = _frame(dose_rows)
+    if frame.empty:
+        return []
+    arms = frame[frame["arm"].str.startswith(SELECTIVE_ARM)]
+    return list(arms.groupby("arm")["list_share"].mean().sort_values().index)
+
+
+def selectivity(dose_rows: list[dict], testbed: str = "synthetic") -> pd.DataFrame:
+    """Selectivity as a dose, at the testbed's top dose: for random and each exponential arm, its
+    mean list share of masked tokens and its benefit over random on the testbed's score, paired
+    over blocks (random's own row: 0 by construction)."""
+    rows = []
+    for arm in selective_arms(dose_rows):
+        table = paired_by_dose(dose_rows, testbed, arm=arm)
+        top = table[(table["dose"] == table["dose"].max()) & (table["difference"] == f"{arm} - random")]
+        for _, r in top.iterrows():
+            if not rows:
+                rows.append({"task": r["task"], "word_list": r["word_list"], "dose": r["dose"],
+                             "arm": "random", "list_share": r["list_share_random"], "mean": 0.0,
+                             "low": 0.0, "high": 0.0, "n": r["n"]})
+            rows.append({"task": r["task"], "word_list": r["word_list"], "dose": r["dose"],
+                         "arm": arm, "list_share": r[f"list_share_{arm}"], "mean": r["mean"],
+                         "low": r["low"], "high": r["high"], "n": r["n"]})
+    return pd.DataFrame(rows, columns=["task", "word_list", "dose", "arm", "list_share", "mean",
+                                       "low", "high", "n"])
+
+
+def selectivity_figure(table: pd.DataFrame, score: str, ax=None):
+    """Each arm's benefit over random (95% interval) against its list share of masked tokens."""
+    ax = ax or plt.subplots(figsize=(5.5, 4))[1]
+    for _, r in table.iterrows():
+        ax.errorbar(r["list_share"], r["mean"], yerr=[[r["mean"] - r["low"]], [r["high"] - r["mean"]]],
+                    fmt="o", capsize=4, label=r["arm"])
+    ax.axhline(0, color="grey", lw=1)
+    dose = int(table["dose"].max()) if len(table) else 0
+    ax.set(xlabel="list share of masked tokens", ylabel=f"arm - random,\n{score}",
+           title=f"selectivity as a dose, at {dose} steps")
+    ax.legend(fontsize=8)
+    return ax
+
+
 def show(dose_rows: dict[str, list[dict]], tables: tuple[str, ...] = ("synthetic",)) -> None:
     """C3's lead section: the analogue's figure and its table, then real text's figure (and its
     table where `tables` names it), from `dose_claims.testbed_rows`."""
@@ -170,3 +216,8 @@ def show(dose_rows: dict[str, list[dict]], tables: tuple[str, ...] = ("synthetic
         plt.show()
         if testbed in tables:
             display(dose_table(table))
+        if len(selective_arms(dose_rows.get(testbed, []))) > 1:  # a second strength was run
+            strengths = selectivity(dose_rows[testbed], testbed)
+            selectivity_figure(strengths, TESTBEDS[testbed]["score_name"])
+            plt.show()
+            display(strengths.set_index(["task", "word_list", "arm"]).round(3))

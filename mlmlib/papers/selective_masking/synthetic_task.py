@@ -33,6 +33,16 @@ from mlmlib.papers.selective_masking.config import SyntheticSelective
 ARMS = ("random", "exponential")  # the calibrated selective arm against random, as in C2
 
 
+def second_arm(beta: float) -> str:
+    """The name of the exponential arm at a second strength `beta` (config.second_beta)."""
+    return f"exponential-b{beta:g}"
+
+
+def arm_names(config: SyntheticSelective) -> tuple[str, ...]:
+    """The arms a run trains: ARMS, and the second strength's where one is set."""
+    return ARMS if config.second_beta is None else (*ARMS, second_arm(config.second_beta))
+
+
 def language(config: SyntheticSelective, seed: int):
     """The synthetic language of `seed` at the config's sizes."""
     from mlmlib.data.synthetic import LanguageConfig, make_language
@@ -79,14 +89,20 @@ def arm_probs(tokens: np.ndarray, listed: np.ndarray, config: SyntheticSelective
         raise ValueError("synthetic: no token of the task word list occurs in the task's "
                          "sequences; raise task_size or pattern_set_size")
     words = [str(t) for t in types]
-    probs = sel.build_word_probs(dict(zip(words, counts.tolist())),
-                                 dict(zip(words, in_list.astype(float).tolist())), "exponential",
-                                 config.target_rate, beta=config.beta, normalise=False)
     index = np.searchsorted(types, tokens)
     word_type = torch.cat([torch.full((len(tokens), 1), -1), torch.from_numpy(index)], dim=1)
-    return {"random": sel.matched_random_probs(word_type, config.target_rate),
-            "exponential": sel.word_mask_probs(word_type, probs.probs),
-            "word_type": word_type, "in_list": in_list}
+
+    def exponential(beta: float) -> torch.Tensor:
+        probs = sel.build_word_probs(dict(zip(words, counts.tolist())),
+                                     dict(zip(words, in_list.astype(float).tolist())), "exponential",
+                                     config.target_rate, beta=beta, normalise=False)
+        return sel.word_mask_probs(word_type, probs.probs)
+
+    out = {"random": sel.matched_random_probs(word_type, config.target_rate),
+           "exponential": exponential(config.beta), "word_type": word_type, "in_list": in_list}
+    if config.second_beta is not None:
+        out[second_arm(config.second_beta)] = exponential(config.second_beta)
+    return out
 
 
 def mix_alphabets(ids: np.ndarray, n_sets: int, rng: np.random.Generator) -> np.ndarray:
@@ -198,7 +214,7 @@ def run_seed(config: SyntheticSelective, seed: int, progress=False, recording=Fa
     in_list = probs["in_list"]
     arms = {(arm, "exact task list"): (corpus | {"mask_prob": probs[arm]},
                                        list_share_of_masked(probs[arm], probs["word_type"], in_list))
-            for arm in ARMS}
+            for arm in arm_names(config)}
     finetuning = FinetuneConfig(epochs=config.epochs, batch_size=config.batch_size,
                                 lr=config.finetune_lr)
     rows = dose_response.run_doses(

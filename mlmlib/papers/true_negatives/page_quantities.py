@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 from mlmlib.page_quantities import explode_rows, interval, minutes, num, pct, quantity, span
-from mlmlib.papers.true_negatives.claim_controls import LAST_WINDOWS  # the windows the claims read
+# the windows the claims read, and the loss share their target control reads
+from mlmlib.papers.true_negatives.claim_controls import LAST_WINDOWS, LOSS_SHARE
 
 # ----------------------------------------------------------------------------------------------
 # Paper B (cpu): B1's training logs and downstream rows
@@ -203,6 +204,10 @@ B4_POINTS = {  # name: (section, arm, corpus, column, last windows, what it is)
                         "the synonym pairs' embedding cosine, uncorrected ELECTRA on shift"),
     "b4_none_bd1": ("downstream", "electra/none", "mix", "b_d1", False,
                     "the uncorrected ELECTRA's B-D1 accuracy (synonyms substituted), mix"),
+    **{f"b4_share_{arm}": ("training", f"electra/{arm}", "mix", LOSS_SHARE, True,
+                           f"electra/{arm}'s share of its discriminator's training loss taken at "
+                           "false negatives on mix (last windows)")
+       for arm in ("none", "relabel", "shield")},
 }
 
 
@@ -337,3 +342,24 @@ def _(records):
 def _(records):
     rows = pd.DataFrame([m for rec in records["synthetic"] for m in rec["majority"]])
     return span(num(rows["b_d1"].min()), num(rows["b_d1"].max()))
+
+
+@quantity("b4_mechanism_verdicts", "B3_true_negatives_summary", "metrics.scorecard[*].verdict",
+          "B3's verdict on each correction's restored flagging of true replacements (B4, mix), "
+          "with its interval over languages and the controls it did not pass")
+def _(records):
+    from mlmlib.papers.true_negatives.synthetic_mechanism import FLAGGING
+    from mlmlib.verdicts import PASSED, control_status
+
+    rows = [r for r in explode_rows(records, "scorecard", keep=[]).to_dict("records")
+            if r["claim"].lower().startswith(FLAGGING.lower())]
+    if not rows:
+        raise ValueError("no mechanism row")
+    parts = []
+    for r in rows:
+        arm = r["claim"].split(": ", 1)[1].split(" ")[0]
+        failed = [c["name"].split(":")[0] for c in r["controls"] if control_status(c) != PASSED]
+        said = f"failed: {'; '.join(failed)}" if failed else f"all {len(r['controls'])} controls passed"
+        parts.append(f"`{arm}` {r['verdict']}, {num(r['estimate'])} [{num(r['low'])}, "
+                     f"{num(r['high'])}] over {r['seeds']} languages ({said})")
+    return "; ".join(parts)
