@@ -199,3 +199,12 @@ def test_the_mechanism_verdicts_render_from_b3_with_the_controls_they_failed():
     assert pn.render(pn.QUANTITIES["b4_mechanism_verdicts"], records) == (
         "`electra/relabel` reproduced, 0.200 [0.100, 0.300] over 8 languages (all 2 controls "
         "passed); `electra/shield` insensitive, 0.200 [0.100, 0.300] over 8 languages (failed: c1)")
+
+
+def test_b1_seeds_say_how_many_and_which():
+    def seeds(values):
+        records = pd.DataFrame({"notebook": "B1_true_negatives_pretrain", "seed": values})
+        return pn.render(pn.QUANTITIES["b1_seeds"], records)
+
+    assert seeds([17, 15, 16]) == "3 seeds, 15-17"
+    assert seeds([15, 18]) == "2 seeds, 15, 18"

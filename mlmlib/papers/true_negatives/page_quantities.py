@@ -43,6 +43,17 @@ def b1_by_checkpoint(rows: pd.DataFrame, arm: str, column: str) -> str:
             + " / ".join(str(int(c)) for c in means.index))
 
 
+@quantity("b1_seeds", "B1_true_negatives_pretrain", "seed",
+          "how many pretraining seeds B1's records hold, and which")
+def _(records):
+    seeds = sorted(int(s) for s in records["seed"].dropna().unique())
+    if not seeds:
+        raise ValueError("no seeds")
+    listed = (f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1))
+              else ", ".join(map(str, seeds)))
+    return f"{len(seeds)} seeds, {listed}"
+
+
 @quantity("b1_disc_replaced", "B1_true_negatives_pretrain",
           "metrics.checkpoints[*].disc_acc_replaced",
           "the uncorrected discriminator's accuracy on replaced tokens in the logging window that "
