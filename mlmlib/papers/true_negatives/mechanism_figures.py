@@ -14,32 +14,30 @@ from mlmlib.papers.true_negatives import claims
 from mlmlib.papers.true_negatives import synthetic_mechanism as sm
 
 
-def flagging_over_training(curves: pd.DataFrame, ax=None):
-    """The discriminator's flagging of true replacements per logging window on `mix`, per arm:
-    the mean over languages with its 95% interval (a row per arm, step and language)."""
+def _over_training(curves: pd.DataFrame, column: str, what: str, title: str, ax=None):
+    """`column` per logging window on `mix`, per arm: mean over languages with its 95% interval
+    (a row per arm, step and language); a line saying so where there are no windows."""
     if not len(curves):
-        print("no training windows with the discriminator's flagging")
+        print(f"no training windows with the {what}")
         return None
-    ax = plots.curves(curves, x="step", y=sm.TRAINING_FLAGGING, hue="arm", xlabel="pretraining step",
-                      ylabel="true replacements flagged", ax=ax,
-                      title="mix: the discriminator on true replacements (95% CI over languages)")
+    ax = plots.curves(curves, x="step", y=column, hue="arm", xlabel="pretraining step",
+                      ylabel=what, ax=ax, title=f"mix: {title} (95% CI over languages)")
     ax.legend(fontsize=7)
     return ax
+
+
+def flagging_over_training(curves: pd.DataFrame, ax=None):
+    """The discriminator's flagging of true replacements per logging window on `mix`, per arm."""
+    return _over_training(curves, sm.TRAINING_FLAGGING, "true replacements flagged",
+                          "the discriminator on true replacements", ax)
 
 
 def loss_share_over_training(training: pd.DataFrame, ax=None):
     """The manipulation check over training: the share of the discriminator's training loss taken
-    at false negatives per logging window on `mix`, per arm (mean and 95% interval over
-    languages). A hard correction relabels or removes that loss."""
-    curves = sm.flagging_curves(training, claims.LOSS_SHARE)
-    if not len(curves):
-        print("no training windows with the loss share at false negatives")
-        return None
-    ax = plots.curves(curves, x="step", y=claims.LOSS_SHARE, hue="arm", xlabel="pretraining step",
-                      ylabel="loss share at false negatives", ax=ax,
-                      title="mix: what a correction acts on (95% CI over languages)")
-    ax.legend(fontsize=7)
-    return ax
+    at false negatives per logging window on `mix`, per arm. A hard correction relabels or
+    removes that loss."""
+    return _over_training(sm.flagging_curves(training, claims.LOSS_SHARE), claims.LOSS_SHARE,
+                          "loss share at false negatives", "what a correction acts on", ax)
 
 
 def benefit_against_share(benefit: pd.DataFrame, ax=None):
