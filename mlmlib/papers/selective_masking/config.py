@@ -258,7 +258,7 @@ _SMOKE_SYNTHETIC = {
     "language": "smoke", "n_sets": None, "n_states": None, "corpus_size": 4000, "length": 32,
     "hidden": 64, "layers": 2, "heads": 2, "base_steps": 1000, "loss_threshold": 2.5,
     "task_size": 2000, "doses": (0, 10, 30, 100), "few_labels": 100, "epochs": 10,
-    "validation_size": 200, "test_size": 1000, "heldout_size": 500}
+    "validation_size": 200, "test_size": 1000, "heldout_size": 500, "second_beta": None}
 SYNTHETIC_PRESETS = {
     "smoke": _SMOKE_SYNTHETIC,  # C4's smoke run: about 4 min a seed on a shared core
     # the test plan's plumbing run: the smoke language cut to 20 sets, a base that need not
