@@ -113,7 +113,7 @@ DOSE_QUANTITIES = {  # (testbed, field): the (arm, dose) points a page quotes
     ("c2", "share"): [("random", "top"), ("exponential", "top")],
     ("c2", "loss"): [("random", "base"), ("random", "top"), ("exponential", "top")],
     ("c2", "probe"): [("random", "base"), ("random", "top"), ("exponential", "top")],
-    ("c4", "share"): [("random", "top"), ("exponential", "top")],
+    ("c4", "share"): [("random", "top"), ("exponential", "top"), ("exponential-b1", "top")],
     ("c4", "loss"): [("random", "base"), ("random", "top"), ("exponential", "top")],
     ("c4", "acc"): [("random", "base"), ("random", "top"), ("exponential", "top")],
 }
@@ -130,7 +130,7 @@ def _dose_text(field: str, arm: str, dose: str, share: bool) -> Callable[[pd.Dat
 for (_bed, _what), _points in DOSE_QUANTITIES.items():
     _field, _meaning = DOSE_FIELDS[_what]
     for _arm, _dose in _points:
-        _name = f"{_bed}_{_what}_{'base' if _dose == 'base' else _arm}"
+        _name = f"{_bed}_{_what}_{'base' if _dose == 'base' else _arm.replace('-', '_')}"
         _where = "the base (dose 0)" if _dose == "base" else f"the {_arm} arm at the top dose"
         quantity(_name, DOSE_NOTEBOOKS[_bed], f"metrics.dose_rows[*].{_field}",
                  f"{_meaning}: {_where}, " + ("mean over seeds" if _what == "share"
@@ -172,6 +172,8 @@ DOSE_DIFFERENCES = {  # name: (testbed, field, a, b, what the page says of it)
                       "exponential - random at the top dose"),
     "c4_acc_diff": ("c4", "acc", ("exponential", "top"), ("random", "top"),
                     "exponential - random at the top dose"),
+    "c4_acc_diff_b1": ("c4", "acc", ("exponential-b1", "top"), ("random", "top"),
+                       "the weaker exponential (beta 1) - random at the top dose"),
     "c4_acc_diff_first": ("c4", "acc", ("exponential", "first"), ("random", "first"),
                           "exponential - random at the lowest dose above 0"),
     "c4_moved": ("c4", "acc", ("random", "top"), ("random", "base"),
