@@ -11,6 +11,8 @@ in one run of this script:
      256-token sequence), vocabulary 2 * 1000 synonym sets + 3 specials = 2003;
    each gives tokens/s, the achieved TFLOP/s by mlmlib.bench's FLOP formulas and the MFU
    (achieved / the GPU's dense bf16 peak);
+   then B1's correction arms at the ELECTRA-small shape, timed as B2 times them: each arm's
+   overhead over the plain step, which `--dry-run --measured` adds to B1's GPU-hours per arm;
 2. the paper plan's offline rehearsal on the GPU (`python -m mlmlib run --profile paper
    --rehearse --executor local --gpus 0`), as a subprocess with a time limit: exit code, wall
    time and the tail of its output. It runs after the timings so that a slow rehearsal cannot
@@ -203,6 +205,31 @@ def time_setup(setup: dict, device: str, peak: float | None, quiet: bool) -> dic
         if device == "cuda":
             torch.cuda.empty_cache()
     return row
+
+
+def correction_overheads(setup: dict, reps: int, steps: int) -> dict:
+    """B1's correction arms at `setup`'s shape (`overhead.overhead_on_random_tokens`, in bf16
+    on a GPU that has it): {"rows": one per arm, its overhead over plain} or {"error": ...}."""
+    import torch
+
+    from mlmlib.models import ModelSize
+    from mlmlib.papers.true_negatives.overhead import CORRECTION_ARMS, overhead_on_random_tokens
+    from mlmlib.pretrain import PretrainConfig
+
+    try:
+        size = ModelSize(vocab_size=setup["vocab"], hidden=setup["hidden"],
+                         layers=setup["layers"], heads=setup["heads"], max_len=setup["seq"],
+                         embedding_size=setup["embedding_size"])
+        bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+        config = PretrainConfig(objective="electra", steps=steps, batch_size=setup["batch_size"],
+                                warmup_frac=0.1, precision="bf16" if bf16 else "fp32",
+                                **setup["optim"])
+        rows = overhead_on_random_tokens(CORRECTION_ARMS, size, config, setup["seq"], reps=reps,
+                                         generator_fraction=setup["generator_fraction"])
+        return {"reps": reps, "steps": steps, "bf16_autocast": bf16, "rows": rows}
+    except Exception as exc:  # noqa: BLE001 - reported; the rehearsal still runs
+        return {"error": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc()[-4000:]}
 
 
 def fair_benchmark(tiny: bool, quiet: bool = True) -> dict:
@@ -415,6 +442,12 @@ def summary(result: dict) -> str:
         share = "MFU n/a (peak unknown)" if row["mfu"] is None else f"MFU {row['mfu']:.1%}"
         lines.append(f"{name}: {row['tokens_per_s']:,.0f} tok/s, {row['steps_per_s']:.2f} steps/s,"
                      f" {row['achieved_tflops']:.3g} TFLOP/s, {share}")
+    corrections = result.get("corrections") or {}
+    if "error" in corrections:
+        lines.append(f"corrections: FAILED {corrections['error']}")
+    for row in corrections.get("rows", []):
+        lines.append(f"correction {row['arm']}: {row['step_ms']:.1f} ms/step, "
+                     f"{row['overhead']:+.1%} over {row['reference']}")
     fair = result.get("benchmark")
     if fair is not None and "error" in fair:
         lines.append(f"fair benchmark: FAILED {fair['error']}")
@@ -448,6 +481,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=300, help="timed steps per run (default 300)")
     parser.add_argument("--warmup", type=int, default=30,
                         help="untimed steps before them (default 30)")
+    parser.add_argument("--correction-reps", type=int, default=5,
+                        help="repetitions of B1's correction arms, 10 steps each (default 5)")
     parser.add_argument("--electra-batch", type=int, default=128)
     parser.add_argument("--mlm-batch", type=int, default=128)
     parser.add_argument("--mlm-vocab", type=int, default=PAPER_A_VOCAB,
@@ -507,6 +542,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"timing {name} on {device} ...", flush=True)
             result["timings"][name] = time_setup(setup, device, peak, quiet=not args.verbose)
             save(out, result)
+        print(f"timing B1's correction arms on {device} ...", flush=True)
+        reps = 2 if args.tiny else args.correction_reps
+        result["corrections"] = correction_overheads(setups["electra_small_paper_b"], reps,
+                                                     min(args.steps, 2 if args.tiny else 10))
+        save(out, result)
 
     if not args.skip_bench:
         print(f"fair benchmark on {device} ...", flush=True)
@@ -537,7 +577,7 @@ def main(argv: list[str] | None = None) -> int:
     save(out, result)
     print(summary(result), flush=True)
     timing_failed = any("error" in row for row in result["timings"].values())
-    timing_failed |= "error" in (result.get("benchmark") or {})
+    timing_failed |= any("error" in (result.get(k) or {}) for k in ("benchmark", "corrections"))
     rehearsal_failed = not result["rehearsal"]["skipped"] and not result["rehearsal"]["ok"]
     return 1 if timing_failed or rehearsal_failed else 0
 

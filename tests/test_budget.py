@@ -134,6 +134,30 @@ def test_a_measured_mfu_replaces_the_assumed_one_where_the_loop_was_timed(projec
     assert cli.main(["run", "--profile", "g", "--measured", str(measured)]) == 2  # dry runs only
 
 
+def test_a_measured_correction_overhead_scales_the_runs_that_train_its_arm(project, capsys, tmp_path):
+    """gpu_check.py's `corrections`: shield costs 10% a step over plain, so a run training
+    electra/shield (or its table variant) takes 10% more; the other arms' runs are unchanged."""
+    text = PLAN.replace("grid: {seed: [0, 1]}", "grid: {arms: [[electra/shield@w2v], [electra/none]]}")
+    (project / "notebooks" / "plans" / "g.yaml").write_text(text)
+    nb = new_notebook(cells=[new_code_cell("seed = 0\narms = []\nrun_dir = ''",
+                                           metadata={"tags": ["parameters"]})])
+    nbformat.write(nb, project / "notebooks" / "train.ipynb")
+    plans.notebook_parameters.cache_clear()
+    measured = tmp_path / "gpu_check.json"
+    measured.write_text('{"timings": {}, "corrections": {"rows": [{"arm": "electra/shield", '
+                        '"overhead": 0.1}, {"arm": "electra/plain", "overhead": 0.0}]}}')
+    assert budget.measured_overhead(measured) == {"electra/shield": 0.1, "electra/plain": 0.0}
+    assert cli.main(["run", "--profile", "g", "--dry-run", "--measured", str(measured)]) == 0
+    out = capsys.readouterr().out
+    train = [ln for ln in out.splitlines() if ln.startswith("  train ")]
+    assert "2.75 GPU-h/run" in train[0] and "electra/shield@w2v measured at +10.0%" in train[0]
+    assert "2.50 GPU-h/run" in train[1] and "(estimate)" in train[1]
+    assert "5.2 GPU-h" in next(ln for ln in out.splitlines() if ln.startswith("  Paper A"))
+    measured.write_text('{"timings": {}, "corrections": {"rows": [{"arm": "electra/shield"}]}}')
+    assert cli.main(["run", "--profile", "g", "--dry-run", "--measured", str(measured)]) == 2
+    assert "its corrections are not overhead rows" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("extra, message", [
     ("    gpu_mfu: 0.3\n", "gpu_mfu and gpu_loop go together"),
     ("    gpu_loop: bert\n", "gpu_mfu and gpu_loop go together"),

@@ -51,9 +51,33 @@ def test_tiny_run_on_cpu_writes_both_timings(tmp_path):
     assert fair["machine"]["device"] == "cpu" and fair["machine"]["precision"] == "fp32"
     assert {tuple(s["ran_on"]) for s in fair["summary"]} == {("cpu/float32",)}
     assert {s["method"] for s in fair["summary"]} == {"hf_trainer", "hf_plain", "mlmlib"}
+    corrections = result["corrections"]  # B1's correction arms, each against its plain step
+    assert "error" not in corrections, corrections.get("traceback")
+    rows = {row["arm"]: row for row in corrections["rows"]}
+    assert set(rows) == set(gpu_check_arms())
+    assert rows["electra/plain"]["overhead"] == 0 and rows["mlm/plain"]["overhead"] == 0
+    assert all(row["step_ms"] > 0 and row["reps"] == 2 for row in rows.values())
+    assert "correction electra/shield:" in done.stdout
     assert (out / "rehearsal_tail.txt").read_text().startswith("rehearsal skipped")
     assert not list(out.glob(".*tmp"))  # the atomic write left no temp file
     assert "MFU n/a" in done.stdout
+
+
+def gpu_check_arms() -> tuple[str, ...]:
+    from mlmlib.papers.true_negatives.overhead import CORRECTION_ARMS
+
+    return CORRECTION_ARMS
+
+
+def test_the_correction_arms_timed_are_b1s_arms_in_the_paper_plan():
+    """Every method B1 trains in the paper plan is timed (a table variant costs as its method),
+    with its objective's plain step as the reference."""
+    from mlmlib.runs.plans import load_plan
+
+    planned = {arm.split("@")[0] for r in load_plan("paper").runs
+               if r.notebook == "B1_true_negatives_pretrain" for arm in r.params["arms"]}
+    assert planned and planned <= set(gpu_check_arms())
+    assert {"electra/plain", "mlm/plain"} <= set(gpu_check_arms())
 
 
 def test_mfu_arithmetic_by_hand(gpu_check):

@@ -71,22 +71,55 @@ def measured_mfu(path: Path | None) -> dict[str, float]:
             if isinstance(row, dict) and isinstance(row.get("mfu"), (int, float)) and row["mfu"] > 0}
 
 
-def run_hours(run: Run, measured: dict[str, float]) -> tuple[float | None, bool]:
-    """(GPU-hours of the run, whether a measured MFU gave them): the estimate, scaled by assumed
-    over measured MFU where its loop was timed."""
-    if run.gpu_hours is None or run.gpu_loop not in measured:
-        return run.gpu_hours, False
-    return run.gpu_hours * run.gpu_mfu / measured[run.gpu_loop], True
+def measured_overhead(path: Path | None) -> dict[str, float]:
+    """{arm: its step's overhead over its objective's plain step} from scripts/gpu_check.py's
+    JSON (its `corrections`; {} without a file, or where that timing failed)."""
+    if path is None:
+        return {}
+    try:
+        rows = (json.loads(Path(path).read_text()).get("corrections") or {}).get("rows", [])
+        return {row["arm"]: float(row["overhead"]) for row in rows}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"--measured {path}: its corrections are not overhead rows "
+                         f"({exc})") from None
 
 
-def plan_budget(plan: Plan, measured: dict[str, float] | None = None) -> list[ChapterBudget]:
+def arm_overhead(run: Run, overhead: dict[str, float]) -> tuple[str, float] | None:
+    """(arm, overhead) of a run that trains a measured correction arm (`arms`, its table variant
+    `@source` costing as the method does), the costliest where it names several; else None."""
+    arms = run.params.get("arms")
+    found = [(arm, overhead[arm.split("@")[0]]) for arm in (arms if isinstance(arms, list) else [])
+             if isinstance(arm, str) and arm.split("@")[0] in overhead]
+    return max(found, key=lambda pair: pair[1]) if found else None
+
+
+def run_hours(run: Run, measured: dict[str, float],
+              overhead: dict[str, float] | None = None) -> tuple[float | None, str]:
+    """(GPU-hours of the run, where they come from): the estimate, scaled by assumed over
+    measured MFU where its loop was timed, and by 1 + its correction arm's measured overhead."""
+    hours, source = run.gpu_hours, "estimate"
+    if hours is None:
+        return None, source
+    if run.gpu_loop in measured:
+        hours *= run.gpu_mfu / measured[run.gpu_loop]
+        source = (f"measured: {run.gpu_loop} at MFU {measured[run.gpu_loop]:.2f}, the estimate "
+                  f"assumed {run.gpu_mfu:.2f}")
+    arm = arm_overhead(run, overhead or {})
+    if arm is not None:
+        hours *= 1.0 + arm[1]
+        source += f"; {arm[0]} measured at {arm[1]:+.1%} a step over plain"
+    return hours, source
+
+
+def plan_budget(plan: Plan, measured: dict[str, float] | None = None,
+                overhead: dict[str, float] | None = None) -> list[ChapterBudget]:
     """The plan's GPU-hours per chapter, in the plan's order of chapters."""
     by: dict[str, ChapterBudget] = {}
     for run in plan.runs:
         b = by.setdefault(run.chapter, ChapterBudget(run.chapter, 0, 0.0, 0.0, 0))
         b.runs += 1
         b.timeout_hours += run.timeout / 3600
-        hours, _ = run_hours(run, measured or {})
+        hours, _ = run_hours(run, measured or {}, overhead)
         if hours is None:
             b.unestimated += 1
         else:
@@ -94,15 +127,14 @@ def plan_budget(plan: Plan, measured: dict[str, float] | None = None) -> list[Ch
     return list(by.values())
 
 
-def entry_lines(plan: Plan, measured: dict[str, float] | None = None) -> list[str]:
+def entry_lines(plan: Plan, measured: dict[str, float] | None = None,
+                overhead: dict[str, float] | None = None) -> list[str]:
     """The dry run's per-entry lines: each notebook's runs, its GPU-hours per run (training with
     its fine-tuning and evaluation, as the entry's comment derives it) and in all; each says
     whether a measured MFU gave it."""
     by: dict[tuple[str, float | None, str], int] = {}
     for run in plan.runs:
-        hours, is_measured = run_hours(run, measured or {})
-        source = (f"measured: {run.gpu_loop} at MFU {measured[run.gpu_loop]:.2f}, the estimate "
-                  f"assumed {run.gpu_mfu:.2f}" if is_measured else "estimate")
+        hours, source = run_hours(run, measured or {}, overhead)
         key = (run.notebook, hours, source)
         by[key] = by.get(key, 0) + 1
     if not any(hours for _, hours, _ in by):
@@ -115,12 +147,14 @@ def entry_lines(plan: Plan, measured: dict[str, float] | None = None) -> list[st
     return lines
 
 
-def budget_lines(plan: Plan, measured: dict[str, float] | None = None) -> list[str]:
+def budget_lines(plan: Plan, measured: dict[str, float] | None = None,
+                 overhead: dict[str, float] | None = None) -> list[str]:
     """The dry run's lines: GPU-hours per paper and in all, beside the timeouts' sum."""
-    rows = plan_budget(plan, measured)
+    rows = plan_budget(plan, measured, overhead)
     if not any(r.runs > r.unestimated for r in rows):
         return []
-    timed = "estimates, with the measured MFUs where given" if measured else "estimate"
+    timed = ("estimates, with the measured MFUs and correction overheads where given"
+             if measured or overhead else "estimate")
     lines = [f"GPU-hours ({timed}; sum of the runs' timeouts for comparison):"]
     for r in rows:
         note = f" ({r.unestimated} run(s) without an estimate)" if r.unestimated else ""

@@ -147,18 +147,19 @@ def _run(args, prepare_rehearsal=None) -> int:
         return 2
     print(f"profile {plan.profile} ({plan.path.name}): {len(plan.runs)} runs")
     if args.dry_run:
-        from mlmlib.runs.budget import budget_lines, entry_lines, measured_mfu
+        from mlmlib.runs.budget import budget_lines, entry_lines, measured_mfu, measured_overhead
         from mlmlib.runs.disk import disk_lines
 
         try:
-            measured = measured_mfu(args.measured)
+            measured, overhead = measured_mfu(args.measured), measured_overhead(args.measured)
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         for run in plan.runs:
             device = f" [{run.device}]" if run.device else ""  # `device: gpu` needs CUDA to start
             print(f"  {run.notebook}/{run.slug}{device}: {json.dumps(run.params)}")
-        lines = [*entry_lines(plan, measured), *budget_lines(plan, measured), *disk_lines(plan.runs)]
+        lines = [*entry_lines(plan, measured, overhead), *budget_lines(plan, measured, overhead),
+                 *disk_lines(plan.runs)]
         for line in lines:
             print(line)
         return 0

@@ -149,3 +149,33 @@ def overhead_by_objective(arms: dict[str, ArmConfig | None], tables: Tables, voc
         rows += [{"objective": objective, "reference": ref, "model": model, **r}
                  for r in overhead_table(timed, ref)]
     return rows
+
+
+# B1's arms in the paper plan, by method (shield@word2vec-google-news-300 costs as shield does)
+CORRECTION_ARMS = ("electra/plain", "electra/none", "electra/shield", "electra/relabel",
+                   "electra/sr-word", "electra/sr-sentence", "mlm/plain", "mlm/none", "mlm/shield")
+# Pairs of the random lookup table: the cpu profile's GloVe table holds about 19,000; a lookup
+# is a sorted search, so its cost grows with the log of this
+RANDOM_TABLE_PAIRS = 20000
+
+
+def overhead_on_random_tokens(arms: Sequence[str], size: ModelSize, config: PretrainConfig,
+                              seq: int, *, reps: int, warmup: int = 2,
+                              generator_fraction: float = 0.25) -> list[dict]:
+    """`overhead_by_objective` for a GPU check before any data is there: random rows of `seq`
+    tokens and a random lookup table of RANDOM_TABLE_PAIRS pairs, every token a whole word.
+    A step's cost does not depend on which tokens are synonyms, only on the table's size."""
+    from mlmlib.bench import MASK, NUM_SPECIAL, make_data
+    from mlmlib.papers.true_negatives.arm_config import parse_arm
+    from mlmlib.papers.true_negatives.negatives import PairLookup
+
+    vocab = size.vocab_size
+    a, b = np.random.default_rng(0).integers(NUM_SPECIAL, vocab, (2, RANDOM_TABLE_PAIRS))
+    tables = Tables(PairLookup.from_pairs(a, b, vocab, source="random"), heldout=None,
+                    source="random")
+    parsed = {arm: None if arm.endswith("/plain") else parse_arm(arm) for arm in arms}
+    data = make_data(vocab, seq, 4 * config.batch_size)
+    return overhead_by_objective(parsed, tables, [f"w{i}" for i in range(vocab)], data, size,
+                                 config, model=f"hidden {size.hidden}", mask_id=MASK,
+                                 num_special=NUM_SPECIAL, generator_fraction=generator_fraction,
+                                 reps=reps, warmup=warmup)
